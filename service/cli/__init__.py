@@ -1,0 +1,1 @@
+"""The ``flatavro`` command line."""

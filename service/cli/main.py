@@ -1,0 +1,39 @@
+"""The ``flatavro`` console script: argument parsing and dispatch to the subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from service.cli import schema_cmd
+from service.core.errors import ServiceError
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser of the ``flatavro`` command."""
+    parser = argparse.ArgumentParser(
+        prog="flatavro",
+        description="TiCDC-identical flat-avro schemas for TiDB tables, and the flatavro service.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    schema_cmd.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code (2 on bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except ServiceError as exc:
+        message = " ".join(str(exc).split())
+        print(f"flatavro: error [{exc.code}]: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

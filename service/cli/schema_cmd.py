@@ -1,0 +1,78 @@
+"""``flatavro schema generate``: print the flat-avro key/value schemas of one table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+
+from service.core.errors import InvalidInputError
+from service.core.schema import (
+    BigintUnsignedHandlingMode,
+    DecimalHandlingMode,
+    SchemaOptions,
+    generate_schemas,
+)
+from service.core.ddl import table_from_ddl
+from service.core.table_json import table_from_json_text
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``schema`` command group to the top-level parser."""
+    schema = commands.add_parser("schema", help="flat-avro schema generation")
+    sub = schema.add_subparsers(dest="schema_command", required=True, metavar="COMMAND")
+    gen = sub.add_parser(
+        "generate",
+        help="print {key_schema, value_schema} for a table",
+        description="Print the flat-avro key and value schemas TiCDC registers for a table.",
+    )
+    source = gen.add_mutually_exclusive_group(required=True)
+    source.add_argument("--table", metavar="FILE.json",
+                        help="a TiCDC Simple-protocol TableSchema JSON file ('-' for stdin)")
+    source.add_argument("--ddl", metavar="FILE.sql",
+                        help="a CREATE TABLE statement ('-' for stdin)")
+    gen.add_argument("--schema", dest="default_schema", metavar="DB",
+                     help="database name for DDL that does not qualify the table")
+    gen.add_argument("--enable-tidb-extension", action="store_true",
+                     help="append _tidb_op, _tidb_commit_ts, _tidb_commit_physical_time")
+    gen.add_argument("--decimal-handling-mode", choices=[m.value for m in DecimalHandlingMode],
+                     default=DecimalHandlingMode.PRECISE.value)
+    gen.add_argument("--bigint-unsigned-handling-mode",
+                     choices=[m.value for m in BigintUnsignedHandlingMode],
+                     default=BigintUnsignedHandlingMode.LONG.value)
+    gen.add_argument("--namespace", default="default", help="namespace prefix (default: default)")
+    gen.set_defaults(handler=_generate)
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc.strerror}", path=path) from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"{path} is not UTF-8 (byte offset {exc.start})", path=path, offset=exc.start
+        ) from exc
+
+
+def _generate(args: argparse.Namespace) -> int:
+    if args.table is not None:
+        table = table_from_json_text(_read(args.table))
+    else:
+        table = table_from_ddl(_read(args.ddl), schema=args.default_schema)
+    options = SchemaOptions(
+        enable_tidb_extension=args.enable_tidb_extension,
+        decimal_handling_mode=DecimalHandlingMode(args.decimal_handling_mode),
+        bigint_unsigned_handling_mode=BigintUnsignedHandlingMode(args.bigint_unsigned_handling_mode),
+        namespace=args.namespace,
+    )
+    pair = generate_schemas(table, options)
+    out = {"key_schema": pair.key_schema, "value_schema": pair.value_schema}
+    sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_INDENT_2) + b"\n")
+    return 0

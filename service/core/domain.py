@@ -1,0 +1,160 @@
+"""The set of legal values of each column type: range, precision, membership and width checks.
+
+Shared by default conversion and row conversion, so a default and a row value are judged by
+the same rules. Each check raises `DomainError` with a reason; callers add the column name.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import struct
+
+from service.core.mysql_types import MySQLType
+from service.core.table import ColumnType
+
+__all__ = [
+    "DomainError",
+    "int_range",
+    "check_int",
+    "to_float32",
+    "normalize_decimal",
+    "decimal_from_text",
+    "normalize_enum",
+    "normalize_set",
+    "check_bit",
+    "bit_bytes",
+    "check_year",
+    "escape_enum_members",
+]
+
+_FLOAT32_MAX = struct.unpack(">f", b"\x7f\x7f\xff\xff")[0]
+_SIGNED_BITS = {
+    MySQLType.TINYINT: 8, MySQLType.SMALLINT: 16, MySQLType.MEDIUMINT: 24,
+    MySQLType.INT: 32, MySQLType.BIGINT: 64,
+}
+
+
+class DomainError(ValueError):
+    """A value outside its column type's domain; the message says why, without the column."""
+
+
+def int_range(col_type: ColumnType) -> tuple[int, int]:
+    """The inclusive range of an integer column type (signed or unsigned)."""
+    bits = _SIGNED_BITS[col_type.base]
+    if col_type.unsigned:
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def check_int(col_type: ColumnType, value: int) -> int:
+    """Return `value` if it lies in the integer column's range."""
+    low, high = int_range(col_type)
+    if not low <= value <= high:
+        unsigned = " UNSIGNED" if col_type.unsigned else ""
+        raise DomainError(
+            f"{value} is out of range for {col_type.base.value.upper()}{unsigned} "
+            f"[{low}, {high}]"
+        )
+    return value
+
+
+def to_float32(value: float) -> float:
+    """Round `value` to the nearest float32 and return it widened back to a Python float."""
+    if math.isnan(value) or math.isinf(value):
+        raise DomainError(f"{value} is not a finite number")
+    if abs(value) > _FLOAT32_MAX:
+        raise DomainError(f"{value} is out of range for FLOAT")
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
+def decimal_from_text(text: str) -> decimal.Decimal:
+    """Parse a decimal literal exactly (no exponent tricks, no NaN/Infinity)."""
+    try:
+        number = decimal.Decimal(text.strip())
+    except decimal.InvalidOperation as exc:
+        raise DomainError(f"{text!r} is not a decimal number") from exc
+    if not number.is_finite():
+        raise DomainError(f"{text!r} is not a finite decimal number")
+    return number
+
+
+def normalize_decimal(col_type: ColumnType, number: decimal.Decimal) -> decimal.Decimal:
+    """Return `number` with exactly the column's scale, refusing any loss of digits.
+
+    Raises:
+        DomainError: more fractional digits than the scale (non-zero ones), or more integer
+            digits than precision - scale.
+    """
+    p, s = col_type.precision, col_type.scale
+    quantum = decimal.Decimal(1).scaleb(-s)
+    ctx = decimal.Context(prec=200, traps=[decimal.Inexact, decimal.InvalidOperation])
+    try:
+        scaled = number.quantize(quantum, context=ctx)
+    except (decimal.Inexact, decimal.InvalidOperation) as exc:
+        raise DomainError(
+            f"{number} has more fractional digits than DECIMAL({p},{s}) keeps ({s}); "
+            "it would be rounded"
+        ) from exc
+    integer_digits = len(scaled.as_tuple().digits) - s if scaled != 0 else 0
+    if integer_digits > p - s:
+        raise DomainError(
+            f"{number} has {integer_digits} integer digits; DECIMAL({p},{s}) allows {p - s}"
+        )
+    if col_type.unsigned and scaled < 0:
+        raise DomainError(f"{number} is negative; the column is DECIMAL UNSIGNED")
+    return scaled
+
+
+def normalize_enum(col_type: ColumnType, value: str) -> str:
+    """Return `value` if it is one of the ENUM's members."""
+    if value not in col_type.elements:
+        raise DomainError(f"{value!r} is not a member of ENUM({_members(col_type)})")
+    return value
+
+
+def normalize_set(col_type: ColumnType, value: str) -> str:
+    """Return the SET value with its members in definition order (``""`` is the empty set)."""
+    if value == "":
+        return ""
+    chosen = value.split(",")
+    unknown = [m for m in chosen if m not in col_type.elements]
+    if unknown:
+        raise DomainError(f"{unknown[0]!r} is not a member of SET({_members(col_type)})")
+    wanted = set(chosen)
+    return ",".join(m for m in col_type.elements if m in wanted)
+
+
+def check_bit(col_type: ColumnType, value: int) -> int:
+    """Return `value` if it fits in BIT(n)."""
+    width = col_type.bit_width
+    if value < 0 or value.bit_length() > width:
+        raise DomainError(f"{value} does not fit in BIT({width})")
+    return value
+
+
+def bit_bytes(value: int, *, width: int | None = None) -> bytes:
+    """Big-endian bytes of a BIT value: ``width`` bytes, or trimmed to at least one byte."""
+    size = width if width is not None else max(1, (value.bit_length() + 7) // 8)
+    return value.to_bytes(size, "big")
+
+
+def check_year(value: int) -> int:
+    """Return `value` if it is a YEAR (0 or 1901..2155)."""
+    if value != 0 and not 1901 <= value <= 2155:
+        raise DomainError(f"{value} is not a YEAR (0 or 1901..2155)")
+    return value
+
+
+def escape_enum_members(elements: tuple[str, ...]) -> str:
+    """TiCDC's ``allowed`` parameter: members joined by ``,``, a ``,`` inside one as ``\\,``.
+
+    TiCDC also turns ``\\'`` and ``''`` into ``'`` (in that order) after escaping commas.
+    """
+    escaped = (m.replace(",", "\\,").replace("\\'", "'").replace("''", "'") for m in elements)
+    return ",".join(escaped)
+
+
+def _members(col_type: ColumnType) -> str:
+    shown = ",".join(repr(m) for m in col_type.elements[:10])
+    return shown + (",..." if len(col_type.elements) > 10 else "")
