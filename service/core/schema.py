@@ -184,3 +184,4 @@ def generate_schemas(table: Table, options: SchemaOptions | None = None) -> Sche
     return SchemaPair(
         key_schema=key, value_schema=value, key_columns=tuple(c.name for c in key_columns)
     )
+
