@@ -78,6 +78,8 @@ def table_from_ddl(ddl: str, *, schema: str | None = None) -> Table:
     serial_columns: list[str] = []
     for item in target.expressions:
         if isinstance(item, exp.ColumnDef):
+            if _is_virtual(item):
+                continue  # TiCDC does not replicate virtual generated columns
             column, inline = _column(item, table_charset)
             columns.append(column)
             indexes.extend(inline)
@@ -246,8 +248,6 @@ def _column(item: exp.ColumnDef, table_charset: str | None) -> tuple[Column, lis
             collate = ck.this.name
         elif isinstance(ck, exp.ZeroFillColumnConstraint):
             zerofill = unsigned = True
-        elif isinstance(ck, exp.UnsignedColumnConstraint):
-            unsigned = True
     if charset is None and base.family is TypeFamily.TEXT:
         charset = table_charset
     length = numbers[0] if numbers else None
@@ -257,11 +257,18 @@ def _column(item: exp.ColumnDef, table_charset: str | None) -> tuple[Column, lis
     elif base in (MySQLType.FLOAT, MySQLType.DOUBLE, MySQLType.VECTOR):
         length = decimal = None
     col_type = ColumnType(
-        base=base, unsigned=unsigned and base.family is TypeFamily.INTEGER or unsigned,
+        base=base, unsigned=unsigned,
         zerofill=zerofill, length=length, decimal=decimal, elements=elements,
         charset=charset, collate=collate,
     )
     return Column(name=name, type=col_type, nullable=nullable, default=default), inline
+
+
+def _is_virtual(item: exp.ColumnDef) -> bool:
+    return any(
+        isinstance(c.kind, exp.ComputedColumnConstraint) and not c.kind.args.get("persisted")
+        for c in item.constraints
+    )
 
 
 def _base_type(kind: exp.DataType, column: str) -> tuple[MySQLType, bool]:
