@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from service.cli import schema_cmd
 from service.core.errors import ServiceError
@@ -12,13 +13,21 @@ from service.core.errors import ServiceError
 __all__ = ["main", "build_parser"]
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser of the ``flatavro`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="flatavro",
         description="TiCDC-identical flat-avro schemas for TiDB tables, and the flatavro service.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_OneLineParser)
     schema_cmd.register(commands)
     return parser
 

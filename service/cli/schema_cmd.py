@@ -24,7 +24,8 @@ __all__ = ["register"]
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the ``schema`` command group to the top-level parser."""
     schema = commands.add_parser("schema", help="flat-avro schema generation")
-    sub = schema.add_subparsers(dest="schema_command", required=True, metavar="COMMAND")
+    sub = schema.add_subparsers(dest="schema_command", required=True, metavar="COMMAND",
+                                parser_class=type(schema))
     gen = sub.add_parser(
         "generate",
         help="print {key_schema, value_schema} for a table",

@@ -66,7 +66,7 @@ def table_from_ddl(ddl: str, *, schema: str | None = None) -> Table:
             several statements, or is not a ``CREATE TABLE`` with column definitions.
         InvalidTableError / UnsupportedTypeError: as for any table definition.
     """
-    create = _parse_single_create(ddl)
+    create, real_columns = _parse_single_create(ddl)
     target = create.this
     table_expr = target.this
     table_name = table_expr.name
@@ -80,7 +80,7 @@ def table_from_ddl(ddl: str, *, schema: str | None = None) -> Table:
         if isinstance(item, exp.ColumnDef):
             if _is_virtual(item):
                 continue  # TiCDC does not replicate virtual generated columns
-            column, inline = _column(item, table_charset)
+            column, inline = _column(item, table_charset, real=item.name in real_columns)
             columns.append(column)
             indexes.extend(inline)
             if item.kind is not None and item.kind.this is _SERIAL:
@@ -103,8 +103,8 @@ def table_from_ddl(ddl: str, *, schema: str | None = None) -> Table:
     return Table(schema=db_name, table=table_name, columns=tuple(columns), indexes=tuple(indexes))
 
 
-def _parse_single_create(ddl: str) -> exp.Create:
-    cleaned = _blank_tidb_extras(ddl)
+def _parse_single_create(ddl: str) -> tuple[exp.Create, frozenset[str]]:
+    cleaned, real_columns = _blank_tidb_extras(ddl)
     try:
         statements = [s for s in sqlglot.parse(cleaned, dialect=_DIALECT) if s is not None]
     except sqlglot.errors.ParseError as exc:
@@ -138,17 +138,24 @@ def _parse_single_create(ddl: str) -> exp.Create:
             line=1,
             column=1,
         )
-    return statement
+    return statement, real_columns
 
 
-def _blank_tidb_extras(ddl: str) -> str:
-    """Replace TiDB-only tokens with spaces, keeping every other character where it was."""
+def _blank_tidb_extras(ddl: str) -> tuple[str, frozenset[str]]:
+    """Replace TiDB-only tokens with spaces, keeping every other character where it was.
+
+    Also returns the columns declared ``REAL``: MySQL's REAL is DOUBLE, sqlglot reads FLOAT.
+    """
     try:
         tokens = _DIALECT.tokenize(ddl)
     except sqlglot.errors.TokenError:
-        return ddl  # the parser reports the problem with its position
+        return ddl, frozenset()  # the parser reports the problem with its position
     chars = list(ddl)
     spans: list[tuple[int, int]] = []
+    real_columns = {
+        tokens[k - 1].text for k in range(1, len(tokens))
+        if tokens[k].text.upper() == "REAL" and tokens[k].token_type is TokenType.FLOAT
+    }
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -173,7 +180,7 @@ def _blank_tidb_extras(ddl: str) -> str:
         for pos in range(start, end + 1):
             if chars[pos] not in "\r\n":
                 chars[pos] = " "
-    return "".join(chars)
+    return "".join(chars), frozenset(real_columns)
 
 
 def _skip_parens(tokens: list[Token], i: int) -> int:
@@ -214,12 +221,16 @@ def _table_charset(create: exp.Create) -> str | None:
     return None
 
 
-def _column(item: exp.ColumnDef, table_charset: str | None) -> tuple[Column, list[Index]]:
+def _column(
+    item: exp.ColumnDef, table_charset: str | None, *, real: bool
+) -> tuple[Column, list[Index]]:
     name = item.name
     kind = item.kind
     if kind is None:
         raise InvalidTableError(f"column `{name}` has no type", column=name)
     base, unsigned = _base_type(kind, name)
+    if real and base is MySQLType.FLOAT:
+        base = MySQLType.DOUBLE
     numbers = [_int_param(p, name) for p in kind.expressions if isinstance(p, exp.DataTypeParam)]
     elements = tuple(
         p.this for p in kind.expressions if isinstance(p, exp.Literal) and p.is_string
