@@ -19,6 +19,7 @@ run: $(STAMP)
 	$(BIN)/flatavro schema generate --help
 
 test: $(STAMP)
+	$(BIN)/ruff check service spark_jobs tests
 	$(BIN)/python -m pytest
 
 clean:

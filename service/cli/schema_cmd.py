@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from service.core.ddl import table_from_ddl
 from service.core.errors import InvalidInputError
 from service.core.schema import (
     BigintUnsignedHandlingMode,
@@ -15,7 +16,6 @@ from service.core.schema import (
     SchemaOptions,
     generate_schemas,
 )
-from service.core.ddl import table_from_ddl
 from service.core.table_json import table_from_json_text
 
 __all__ = ["register"]

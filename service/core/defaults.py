@@ -16,6 +16,7 @@ from service.core.domain import (
     bit_bytes,
     check_bit,
     check_int,
+    check_length,
     check_year,
     decimal_from_text,
     normalize_decimal,
@@ -105,17 +106,14 @@ def _decimal(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
 
 
 def _text(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
-    if col_type.base in (MySQLType.CHAR, MySQLType.VARCHAR) and col_type.length is not None:
-        if len(text) > col_type.length > 0:
-            raise DomainError(f"{len(text)} characters exceed the column length {col_type.length}")
+    check_length(col_type, len(text))
     return text
 
 
 def _blob(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
     raw = text.encode("utf-8", errors="surrogateescape")
+    check_length(col_type, len(raw))
     if col_type.base is MySQLType.BINARY and col_type.length:
-        if len(raw) > col_type.length:
-            raise DomainError(f"{len(raw)} bytes exceed BINARY({col_type.length})")
         raw = raw.ljust(col_type.length, b"\x00")  # TiDB pads BINARY(n) defaults with NULs
     return base64.b64encode(raw).decode("ascii")
 

@@ -24,6 +24,7 @@ __all__ = [
     "normalize_set",
     "check_bit",
     "bit_bytes",
+    "check_length",
     "check_year",
     "escape_enum_members",
 ]
@@ -137,6 +138,22 @@ def bit_bytes(value: int, *, width: int | None = None) -> bytes:
     """Big-endian bytes of a BIT value: ``width`` bytes, or trimmed to at least one byte."""
     size = width if width is not None else max(1, (value.bit_length() + 7) // 8)
     return value.to_bytes(size, "big")
+
+
+_LENGTH_LIMITED = {
+    MySQLType.CHAR: "characters", MySQLType.VARCHAR: "characters",
+    MySQLType.BINARY: "bytes", MySQLType.VARBINARY: "bytes",
+}
+
+
+def check_length(col_type: ColumnType, size: int) -> None:
+    """Refuse a CHAR/VARCHAR (characters) or BINARY/VARBINARY (bytes) value over its length."""
+    unit = _LENGTH_LIMITED.get(col_type.base)
+    limit = col_type.length
+    if unit is not None and limit is not None and limit >= 0 and size > limit:
+        raise DomainError(
+            f"{size} {unit} exceed {col_type.base.value.upper()}({limit})"
+        )
 
 
 def check_year(value: int) -> int:

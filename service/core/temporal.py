@@ -84,6 +84,7 @@ def _fraction(digits: str | None, fsp: int, text: str) -> str:
     digits = digits or ""
     if len(digits) > fsp and digits[fsp:].strip("0"):
         raise TemporalFormatError(
-            f"{text!r} has {len(digits.rstrip('0'))} fractional-second digits; the column keeps {fsp}"
+            f"{text!r} has {len(digits.rstrip('0'))} fractional-second digits; "
+            f"the column keeps {fsp}"
         )
     return "." + digits[:fsp].ljust(fsp, "0") if fsp else ""

@@ -22,6 +22,7 @@ from service.core.domain import (
     bit_bytes,
     check_bit,
     check_int,
+    check_length,
     check_year,
     decimal_from_text,
     normalize_decimal,
@@ -180,24 +181,18 @@ def _json_text(value: Any) -> str:
 
 
 def _text_encoder(col_type: ColumnType) -> Encoder:
-    limit = col_type.length if col_type.base in (MySQLType.CHAR, MySQLType.VARCHAR) else None
-
     def encode(value: Any) -> str:
         text = _require_str(value)
-        if limit is not None and limit >= 0 and len(text) > limit:
-            raise DomainError(f"{len(text)} characters exceed the column length {limit}")
+        check_length(col_type, len(text))
         return text
 
     return encode
 
 
 def _blob_encoder(col_type: ColumnType) -> Encoder:
-    limit = col_type.length if col_type.base in (MySQLType.BINARY, MySQLType.VARBINARY) else None
-
     def encode(value: Any) -> bytes:
         raw = _b64(value)
-        if limit is not None and limit >= 0 and len(raw) > limit:
-            raise DomainError(f"{len(raw)} bytes exceed the column length {limit}")
+        check_length(col_type, len(raw))
         return raw
 
     return encode
