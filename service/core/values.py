@@ -37,7 +37,14 @@ from service.core.options import BigintUnsignedHandlingMode, DecimalHandlingMode
 from service.core.table import Column, ColumnType, Table
 from service.core.temporal import TemporalFormatError, normalize_temporal
 
-__all__ = ["RowCodec", "decimal_to_bytes", "decimal_from_bytes", "unscaled_value"]
+__all__ = [
+    "RowCodec",
+    "decimal_to_bytes",
+    "decimal_from_bytes",
+    "unscaled_value",
+    "extension_values",
+    "commit_physical_time",
+]
 
 Encoder = Callable[[Any], Any]
 Decoder = Callable[[Any], Any]
@@ -65,6 +72,20 @@ def unscaled_value(number: decimal.Decimal, scale: int) -> int:
     shift = exponent + scale
     magnitude = magnitude * 10**shift if shift >= 0 else magnitude // 10**-shift
     return -magnitude if sign else magnitude
+
+
+def commit_physical_time(commit_ts: int) -> int:
+    """The physical part of a TiDB TSO in milliseconds: ``commit_ts >> 18``."""
+    return commit_ts >> 18
+
+
+def extension_values(*, update: bool, commit_ts: int) -> dict[str, Any]:
+    """The values of the three extension fields for an INSERT (``c``) or UPDATE (``u``)."""
+    return {
+        "_tidb_op": "u" if update else "c",
+        "_tidb_commit_ts": commit_ts,
+        "_tidb_commit_physical_time": commit_physical_time(commit_ts),
+    }
 
 
 def _type_error(expected: str, value: Any) -> DomainError:
@@ -112,8 +133,11 @@ def _float32_shortest(value: float) -> float:
     packed = struct.pack("<f", value)
     for digits in range(1, 10):
         candidate = float(f"{value:.{digits}g}")
-        if struct.pack("<f", candidate) == packed:
-            return candidate
+        try:
+            if struct.pack("<f", candidate) == packed:
+                return candidate
+        except OverflowError:  # rounding up past FLT_MAX: try more digits
+            continue
     return value
 
 

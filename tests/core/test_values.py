@@ -12,7 +12,12 @@ from service.core.ddl import table_from_ddl
 from service.core.errors import RowValidationError
 from service.core.options import SchemaOptions
 from service.core.schema import generate_schemas
-from service.core.values import RowCodec, decimal_to_bytes
+from service.core.values import (
+    RowCodec,
+    commit_physical_time,
+    decimal_to_bytes,
+    extension_values,
+)
 
 PRECISE = SchemaOptions()
 STRINGS = SchemaOptions.from_strings(decimal_handling_mode="string",
@@ -57,10 +62,34 @@ def roundtrip(options: SchemaOptions, row: dict[str, Any]) -> tuple[dict[str, An
     return codec.from_datum(datum), buf.getvalue()
 
 
+MIN_ROW = dict(
+    EDGE_ROW, dec_big="-99999999999999999999999999999999999.999999999999999999999999999999",
+    dec_neg="-0.01", bu=9223372036854775808, bit10="A/8=", bit64="AAAAAAAAAAA=", t_min="00:00:00",
+    zts="1970-01-01 00:00:01.000000", txt="", st="x,y,z", f=-3.4028234663852886e38,
+)
+
+
 @pytest.mark.parametrize("options", [PRECISE, STRINGS], ids=["precise-long", "string-string"])
-def test_edge_values_survive_a_fastavro_round_trip(options: SchemaOptions) -> None:
-    back, _ = roundtrip(options, EDGE_ROW)
-    assert back == EDGE_ROW
+@pytest.mark.parametrize("row", [EDGE_ROW, MIN_ROW], ids=["max", "min"])
+def test_edge_values_survive_a_fastavro_round_trip(
+    options: SchemaOptions, row: dict[str, Any]
+) -> None:
+    back, _ = roundtrip(options, row)
+    assert back == row
+
+
+def test_bigint_unsigned_long_mode_wraps_at_two_to_the_63() -> None:
+    datum = RowCodec.for_value(EDGE_TABLE, PRECISE).to_datum(MIN_ROW)
+    assert datum["bu"] == -9223372036854775808
+
+
+def test_extension_values() -> None:
+    ts = 447984084414103554
+    assert extension_values(update=False, commit_ts=ts) == {
+        "_tidb_op": "c", "_tidb_commit_ts": ts, "_tidb_commit_physical_time": ts >> 18}
+    assert extension_values(update=True, commit_ts=ts)["_tidb_op"] == "u"
+    # the seed's INSERT was encoded (buildTs 1708923662983) ~1.1 s after this commit time
+    assert commit_physical_time(ts) == 1708923661858
 
 
 def test_datum_values_are_ticdc_s() -> None:
