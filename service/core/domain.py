@@ -29,7 +29,6 @@ __all__ = [
     "escape_enum_members",
 ]
 
-_FLOAT32_MAX = struct.unpack(">f", b"\x7f\x7f\xff\xff")[0]
 _SIGNED_BITS = {
     MySQLType.TINYINT: 8, MySQLType.SMALLINT: 16, MySQLType.MEDIUMINT: 24,
     MySQLType.INT: 32, MySQLType.BIGINT: 64,
@@ -64,9 +63,11 @@ def to_float32(value: float) -> float:
     """Round `value` to the nearest float32 and return it widened back to a Python float."""
     if math.isnan(value) or math.isinf(value):
         raise DomainError(f"{value} is not a finite number")
-    if abs(value) > _FLOAT32_MAX:
-        raise DomainError(f"{value} is out of range for FLOAT")
-    return struct.unpack("<f", struct.pack("<f", value))[0]
+    try:
+        packed = struct.pack("<f", value)
+    except OverflowError as exc:  # beyond what rounds to +/-FLT_MAX
+        raise DomainError(f"{value} is out of range for FLOAT") from exc
+    return struct.unpack("<f", packed)[0]
 
 
 def decimal_from_text(text: str) -> decimal.Decimal:
