@@ -64,8 +64,8 @@ def roundtrip(options: SchemaOptions, row: dict[str, Any]) -> tuple[dict[str, An
 
 MIN_ROW = dict(
     EDGE_ROW, dec_big="-99999999999999999999999999999999999.999999999999999999999999999999",
-    dec_neg="-0.01", bu=9223372036854775808, bit10="A/8=", bit64="AAAAAAAAAAA=", t_min="00:00:00.000000",
-    zts="1970-01-01 00:00:01.000000", txt="", st="x,y,z", f=-3.4028235e38,
+    dec_neg="-0.01", bu=9223372036854775808, bit10="A/8=", bit64="AAAAAAAAAAA=",
+    t_min="00:00:00.000000", zts="1970-01-01 00:00:01.000000", txt="", st="x,y,z", f=-3.4028235e38,
 )
 
 
