@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test demo bench setup clean
+.PHONY: run test bench setup clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,9 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check service spark_jobs tests
 	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.bench_row_codec
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -25,6 +25,7 @@ __all__ = [
     "check_bit",
     "bit_bytes",
     "check_length",
+    "length_limit",
     "check_year",
     "escape_enum_members",
 ]
@@ -33,6 +34,11 @@ _SIGNED_BITS = {
     MySQLType.TINYINT: 8, MySQLType.SMALLINT: 16, MySQLType.MEDIUMINT: 24,
     MySQLType.INT: 32, MySQLType.BIGINT: 64,
 }
+
+
+# Quantizing in this context raises instead of rounding; 200 digits hold any DECIMAL(65,30).
+_EXACT = decimal.Context(prec=200, traps=[decimal.Inexact, decimal.InvalidOperation])
+_QUANTUM = tuple(decimal.Decimal(1).scaleb(-s) for s in range(31))
 
 
 class DomainError(ValueError):
@@ -89,10 +95,8 @@ def normalize_decimal(col_type: ColumnType, number: decimal.Decimal) -> decimal.
             digits than precision - scale.
     """
     p, s = col_type.precision, col_type.scale
-    quantum = decimal.Decimal(1).scaleb(-s)
-    ctx = decimal.Context(prec=200, traps=[decimal.Inexact, decimal.InvalidOperation])
     try:
-        scaled = number.quantize(quantum, context=ctx)
+        scaled = number.quantize(_QUANTUM[s], context=_EXACT)
     except (decimal.Inexact, decimal.InvalidOperation) as exc:
         raise DomainError(
             f"{number} has more fractional digits than DECIMAL({p},{s}) keeps ({s}); "
@@ -145,6 +149,14 @@ _LENGTH_LIMITED = {
     MySQLType.CHAR: "characters", MySQLType.VARCHAR: "characters",
     MySQLType.BINARY: "bytes", MySQLType.VARBINARY: "bytes",
 }
+
+
+def length_limit(col_type: ColumnType) -> float:
+    """The most characters/bytes a value of the column may hold (infinity when unchecked)."""
+    limit = col_type.length
+    if col_type.base in _LENGTH_LIMITED and limit is not None and limit >= 0:
+        return limit
+    return math.inf
 
 
 def check_length(col_type: ColumnType, size: int) -> None:

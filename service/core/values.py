@@ -23,6 +23,8 @@ from service.core.domain import (
     check_bit,
     check_int,
     check_length,
+    int_range,
+    length_limit,
     check_year,
     decimal_from_text,
     normalize_decimal,
@@ -205,7 +207,11 @@ def _json_text(value: Any) -> str:
 
 
 def _text_encoder(col_type: ColumnType) -> Encoder:
+    limit = length_limit(col_type)
+
     def encode(value: Any) -> str:
+        if type(value) is str and len(value) <= limit:  # fast path: the common, valid case
+            return value
         text = _require_str(value)
         check_length(col_type, len(text))
         return text
@@ -225,7 +231,14 @@ def _blob_encoder(col_type: ColumnType) -> Encoder:
 def _integer_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encoder, Decoder]:
     unsigned_bigint = col_type.base is MySQLType.BIGINT and col_type.unsigned
     if not unsigned_bigint:
-        return (lambda v: check_int(col_type, _require_int(v))), _same
+        low, high = int_range(col_type)
+
+        def encode_int(value: Any) -> int:
+            if type(value) is int and low <= value <= high:  # fast path
+                return value
+            return check_int(col_type, _require_int(value))
+
+        return encode_int, _same
     if options.bigint_unsigned_handling_mode is BigintUnsignedHandlingMode.STRING:
         return (lambda v: str(check_int(col_type, _require_int(v)))), int
 
