@@ -19,7 +19,7 @@ run: $(STAMP)
 	$(BIN)/flatavro schema generate --help
 
 test: $(STAMP)
-	$(BIN)/ruff check service spark_jobs tests
+	$(BIN)/ruff check service spark_jobs tests bench
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
