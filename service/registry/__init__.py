@@ -1,0 +1,1 @@
+"""The registry layer: the `SchemaRegistry` interface, compatibility checks, and implementations."""

@@ -1,0 +1,112 @@
+"""Compatibility checks: Avro's reader/writer pairs, the seven levels, and readable reasons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.core.ddl import table_from_ddl
+from service.core.schema import generate_schemas
+from service.registry.compatibility import (
+    CompatibilityLevel,
+    InvalidSchemaError,
+    check_compatibility,
+)
+
+PAIRS = json.loads((Path(__file__).parent / "data/avro_reader_writer_pairs.json").read_text())
+S = {name: json.dumps(schema) for name, schema in PAIRS["schemas"].items()}
+
+
+@pytest.mark.parametrize("pair", PAIRS["compatible"], ids=lambda p: f"{p['reader']}<-{p['writer']}")
+def test_compatible_reader_writer_pairs(pair: dict[str, str]) -> None:
+    # BACKWARD: the new schema (reader) reads what version 1 (writer) wrote.
+    verdict = check_compatibility(S[pair["reader"]], [(1, S[pair["writer"]])],
+                                  CompatibilityLevel.BACKWARD)
+    assert verdict.compatible, verdict.incompatibilities
+
+
+@pytest.mark.parametrize("pair", PAIRS["incompatible"],
+                         ids=lambda p: f"{p['reader']}<-{p['writer']}")
+def test_incompatible_reader_writer_pairs(pair: dict[str, str]) -> None:
+    verdict = check_compatibility(S[pair["reader"]], [(1, S[pair["writer"]])],
+                                  CompatibilityLevel.BACKWARD)
+    assert not verdict.compatible
+    assert pair["type"] in {i.type for i in verdict.incompatibilities}
+    assert all(i.version == 1 for i in verdict.incompatibilities)
+
+
+def rec(*fields: dict[str, Any]) -> str:
+    return json.dumps({"type": "record", "name": "R", "fields": list(fields)})
+
+
+F1 = {"name": "f1", "type": "string"}
+F2_DEFAULT = {"name": "f2", "type": "string", "default": "foo"}
+F2 = {"name": "f2", "type": "string"}
+SCHEMA1, SCHEMA2, SCHEMA3 = rec(F1), rec(F1, F2_DEFAULT), rec(F1, F2)
+
+# (level, candidate, registered versions oldest first, compatible?) -- Confluent's classic cases.
+LEVEL_CASES = [
+    ("NONE", SCHEMA3, [SCHEMA1], True),
+    ("BACKWARD", SCHEMA2, [SCHEMA1], True),  # added field with a default
+    ("BACKWARD", SCHEMA3, [SCHEMA1], False),  # added field without a default
+    ("BACKWARD", SCHEMA3, [SCHEMA1, SCHEMA2], True),  # only the newest counts
+    ("BACKWARD_TRANSITIVE", SCHEMA3, [SCHEMA1, SCHEMA2], False),
+    ("FORWARD", SCHEMA1, [SCHEMA2], True),  # old reader uses f2's default
+    ("FORWARD", SCHEMA1, [SCHEMA3], False),  # old reader needs f2, has no default
+    ("FORWARD", SCHEMA1, [SCHEMA3, SCHEMA2], True),
+    ("FORWARD_TRANSITIVE", SCHEMA1, [SCHEMA3, SCHEMA2], False),
+    ("FULL", SCHEMA2, [SCHEMA1], True),
+    ("FULL", SCHEMA3, [SCHEMA2], True),  # both have f2: each reads the other
+    ("FULL", SCHEMA1, [SCHEMA3], False),  # forward breaks: version 1's f2 has no default
+    ("FULL", SCHEMA3, [SCHEMA1, SCHEMA2], True),
+    ("FULL_TRANSITIVE", SCHEMA3, [SCHEMA1, SCHEMA2], False),  # backward breaks against v1
+    ("FULL_TRANSITIVE", SCHEMA2, [SCHEMA3, SCHEMA1], True),
+]
+
+
+@pytest.mark.parametrize(("level", "new", "versions", "ok"), LEVEL_CASES)
+def test_levels(level: str, new: str, versions: list[str], ok: bool) -> None:
+    registered = list(enumerate(versions, start=1))
+    verdict = check_compatibility(new, registered, CompatibilityLevel(level))
+    assert verdict.compatible is ok, verdict.incompatibilities
+
+
+def test_no_registered_version_is_compatible() -> None:
+    assert check_compatibility(SCHEMA3, [], CompatibilityLevel.FULL_TRANSITIVE).compatible
+
+
+def flat(ddl: str) -> str:
+    return json.dumps(generate_schemas(table_from_ddl(ddl)).value_schema)
+
+
+def test_reasons_name_the_column_location_version_and_direction() -> None:
+    v1 = flat("CREATE TABLE d.t (id INT PRIMARY KEY, age INT)")
+    v2 = flat("CREATE TABLE d.t (id INT PRIMARY KEY, age VARCHAR(3), x INT NOT NULL)")
+    verdict = check_compatibility(v2, [(1, v1)], CompatibilityLevel.FULL)
+    found = {(i.type, i.location, i.direction) for i in verdict.incompatibilities}
+    assert found == {
+        ("MISSING_UNION_BRANCH", "/fields/1/type/1", "new_reads_old"),
+        ("READER_FIELD_MISSING_DEFAULT_VALUE", "/fields/2", "new_reads_old"),
+        ("MISSING_UNION_BRANCH", "/fields/1/type/1", "old_reads_new"),
+    }
+    age = next(i for i in verdict.incompatibilities if i.direction == "new_reads_old"
+               and "age" in i.message)
+    assert "column `age` changed from int (nullable) to string (nullable)" in age.message
+    assert "version 1" in age.message
+
+
+def test_transitive_reports_each_version_compared() -> None:
+    verdict = check_compatibility(SCHEMA3, [(1, SCHEMA1), (2, SCHEMA1)],
+                                  CompatibilityLevel.BACKWARD_TRANSITIVE)
+    assert sorted(i.version for i in verdict.incompatibilities) == [1, 2]
+
+
+@pytest.mark.parametrize("text", ['{"type": "record"', '{"type": "nosuch"}',
+                                  '{"type": "record", "name": "R", "fields": [{"name": "a"}]}'])
+def test_invalid_schemas(text: str) -> None:
+    with pytest.raises(InvalidSchemaError) as err:
+        check_compatibility(text, [], CompatibilityLevel.BACKWARD)
+    assert err.value.code == "invalid_schema"
