@@ -142,7 +142,8 @@ def _explain(
     if verdict.compatibility is SchemaCompatibilityType.compatible:
         return []
     details: list[Incompatibility] = []
-    if isinstance(reader, avro.schema.RecordSchema) and isinstance(writer, avro.schema.RecordSchema):
+    records = (avro.schema.RecordSchema, avro.schema.RecordSchema)
+    if isinstance(reader, records[0]) and isinstance(writer, records[1]):
         details = _record_details(reader, writer, version, direction)
     if not details:  # not a record pair, or a shape the field walk does not cover
         details = _from_result(verdict, version, direction, field=None)
