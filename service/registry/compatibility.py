@@ -142,8 +142,8 @@ def _explain(
     if verdict.compatibility is SchemaCompatibilityType.compatible:
         return []
     details: list[Incompatibility] = []
-    records = (avro.schema.RecordSchema, avro.schema.RecordSchema)
-    if isinstance(reader, records[0]) and isinstance(writer, records[1]):
+    record = avro.schema.RecordSchema
+    if isinstance(reader, record) and isinstance(writer, record):
         details = _record_details(reader, writer, version, direction)
     if not details:  # not a record pair, or a shape the field walk does not cover
         details = _from_result(verdict, version, direction, field=None)
