@@ -22,7 +22,7 @@ from avro.compatibility import (
     lookup_writer_field,
 )
 
-from service.core.errors import InvalidInputError
+from service.registry.errors import InvalidSchemaError
 
 __all__ = [
     "CompatibilityLevel",
@@ -32,12 +32,6 @@ __all__ = [
     "parse_avro",
     "check_compatibility",
 ]
-
-
-class InvalidSchemaError(InvalidInputError):
-    """A schema text that is not JSON or not a valid Avro schema (registry code 42201)."""
-
-    code = "invalid_schema"
 
 
 class CompatibilityLevel(enum.Enum):

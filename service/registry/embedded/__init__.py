@@ -1,0 +1,1 @@
+"""The embedded Confluent-compatible registry: SQLite storage and the registry rules on top."""

@@ -1,0 +1,123 @@
+"""Registry failures as `ServiceError`s, each carrying the Confluent ``error_code`` it maps to.
+
+The embedded registry answers with these codes, and the HTTP client turns a remote registry's
+codes back into the same classes, so callers handle one set of types whatever the registry.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from service.core.errors import InvalidInputError, ServiceError
+
+__all__ = [
+    "RegistryError",
+    "SubjectNotFoundError",
+    "VersionNotFoundError",
+    "SchemaNotFoundError",
+    "SubjectSoftDeletedError",
+    "SubjectNotSoftDeletedError",
+    "VersionSoftDeletedError",
+    "VersionNotSoftDeletedError",
+    "SubjectConfigNotFoundError",
+    "IncompatibleSchemaError",
+    "InvalidSchemaError",
+    "InvalidVersionError",
+    "InvalidCompatibilityLevelError",
+    "ReadOnlyModeError",
+    "InvalidSubjectError",
+    "RegistryUnavailableError",
+    "RegistryServerError",
+    "ERROR_CLASSES",
+]
+
+
+class RegistryError(ServiceError):
+    """A registry refused or failed a request; `registry_code` is Confluent's ``error_code``."""
+
+    code = "registry_error"
+    registry_code: ClassVar[int] = 50001
+
+
+class SubjectNotFoundError(RegistryError):
+    code, registry_code = "subject_not_found", 40401
+
+
+class VersionNotFoundError(RegistryError):
+    code, registry_code = "version_not_found", 40402
+
+
+class SchemaNotFoundError(RegistryError):
+    code, registry_code = "schema_not_found", 40403
+
+
+class SubjectSoftDeletedError(RegistryError):
+    code, registry_code = "subject_soft_deleted", 40404
+
+
+class SubjectNotSoftDeletedError(RegistryError):
+    code, registry_code = "subject_not_soft_deleted", 40405
+
+
+class VersionSoftDeletedError(RegistryError):
+    code, registry_code = "version_soft_deleted", 40406
+
+
+class VersionNotSoftDeletedError(RegistryError):
+    code, registry_code = "version_not_soft_deleted", 40407
+
+
+class SubjectConfigNotFoundError(RegistryError):
+    code, registry_code = "subject_config_not_found", 40408
+
+
+class IncompatibleSchemaError(RegistryError):
+    code, registry_code = "incompatible_schema", 409
+
+
+class InvalidSchemaError(RegistryError, InvalidInputError):
+    """A schema text that is not JSON or not a valid Avro schema."""
+
+    code, registry_code = "invalid_schema", 42201
+
+
+class InvalidVersionError(RegistryError, InvalidInputError):
+    code, registry_code = "invalid_version", 42202
+
+
+class InvalidCompatibilityLevelError(RegistryError, InvalidInputError):
+    code, registry_code = "invalid_compatibility_level", 42203
+
+
+class ReadOnlyModeError(RegistryError):
+    code, registry_code = "registry_read_only", 42205
+
+
+class InvalidSubjectError(RegistryError, InvalidInputError):
+    code, registry_code = "invalid_subject", 42208
+
+
+class RegistryUnavailableError(RegistryError):
+    """The registry could not be reached (connect error, timeout, retries exhausted)."""
+
+    code, registry_code = "registry_unavailable", 50003
+
+
+class RegistryServerError(RegistryError):
+    """The registry answered with a 5xx of its own."""
+
+    code, registry_code = "registry_server_error", 50001
+
+
+ERROR_CLASSES: dict[int, type[RegistryError]] = {
+    cls.registry_code: cls
+    for cls in (
+        SubjectNotFoundError, VersionNotFoundError, SchemaNotFoundError,
+        SubjectSoftDeletedError, SubjectNotSoftDeletedError, VersionSoftDeletedError,
+        VersionNotSoftDeletedError, SubjectConfigNotFoundError, IncompatibleSchemaError,
+        InvalidSchemaError, InvalidVersionError, InvalidCompatibilityLevelError, ReadOnlyModeError,
+        InvalidSubjectError,
+    )
+}
+ERROR_CLASSES[40901] = IncompatibleSchemaError
+"""Confluent ``error_code`` -> our class (409 and the newer 40901 both mean incompatible)."""

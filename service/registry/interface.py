@@ -1,0 +1,76 @@
+"""`SchemaRegistry`: the one interface the service uses, whatever registry stands behind it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from service.registry.compatibility import CompatibilityLevel, CompatibilityVerdict
+from service.registry.model import RegisteredSchema, RegistryMode
+
+__all__ = ["SchemaRegistry", "VersionSpec"]
+
+VersionSpec = int | str
+"""A version number (1..2**31-1), or ``latest`` / ``-1``."""
+
+
+class SchemaRegistry(Protocol):
+    """A Confluent-compatible schema registry (Avro schemas, TopicNameStrategy subjects)."""
+
+    async def register(self, subject: str, schema: str) -> RegisteredSchema:
+        """Register `schema` under `subject` (idempotent); refuses incompatible schemas."""
+        ...
+
+    async def lookup(self, subject: str, schema: str, *, deleted: bool = False
+                     ) -> RegisteredSchema:
+        """The registration of `schema` under `subject`."""
+        ...
+
+    async def schema_by_id(self, schema_id: int) -> str:
+        """The schema text of a global id (soft-deleted ones still resolve)."""
+        ...
+
+    async def get_version(self, subject: str, version: VersionSpec = "latest", *,
+                          deleted: bool = False) -> RegisteredSchema:
+        """One version of a subject (``latest`` = newest live one)."""
+        ...
+
+    async def subjects(self, *, deleted: bool = False) -> list[str]:
+        """Subjects, sorted."""
+        ...
+
+    async def versions(self, subject: str, *, deleted: bool = False) -> list[int]:
+        """Version numbers of a subject, ascending."""
+        ...
+
+    async def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
+        """Soft- (or, after a soft delete, hard-) delete a subject; returns its versions."""
+        ...
+
+    async def delete_version(self, subject: str, version: VersionSpec, *,
+                             permanent: bool = False) -> int:
+        """Soft- (or, after a soft delete, hard-) delete one version."""
+        ...
+
+    async def get_compatibility(self, subject: str | None = None, *,
+                                default_to_global: bool = False) -> CompatibilityLevel:
+        """The level of a subject (or the global one when `subject` is None)."""
+        ...
+
+    async def set_compatibility(self, level: CompatibilityLevel,
+                                subject: str | None = None) -> CompatibilityLevel:
+        """Set the level of a subject (or the global one)."""
+        ...
+
+    async def check_compatibility(self, subject: str, schema: str,
+                                  version: VersionSpec | None = None) -> CompatibilityVerdict:
+        """What registering `schema` would meet (`version` None), or the check against one
+        version; never registers anything."""
+        ...
+
+    async def get_mode(self, subject: str | None = None) -> RegistryMode:
+        """The effective mode of a subject (or the global mode)."""
+        ...
+
+    async def set_mode(self, mode: RegistryMode, subject: str | None = None) -> RegistryMode:
+        """Set the mode of a subject (or the global mode)."""
+        ...
