@@ -11,21 +11,28 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.types import ASGIApp
 
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.rest import create_registry_app
 
 
-class ServedRegistry:
-    """A running uvicorn server around an embedded registry, stopped by the fixture."""
+def free_port() -> int:
+    """A loopback port nothing listens on (at the time of asking)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
-    def __init__(self, registry: EmbeddedRegistry, max_body_bytes: int = 1 << 20) -> None:
-        self.registry = registry
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        config = uvicorn.Config(create_registry_app(registry, max_body_bytes=max_body_bytes),
-                                host="127.0.0.1", port=self.port, log_level="warning",
+
+class ServedApp:
+    """A running uvicorn server around an ASGI app on an ephemeral loopback port."""
+
+    def __init__(self, app: ASGIApp, *, health_path: str = "/") -> None:
+        self.port = free_port()
+        self.health_path = health_path
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                 lifespan="off")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -34,20 +41,37 @@ class ServedRegistry:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> ServedRegistry:
+    def start(self) -> ServedApp:
         self.thread.start()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                if httpx.get(self.url + "/", timeout=0.5).status_code == 200:
-                    return self
+                httpx.get(self.url + self.health_path, timeout=0.5)
+                return self
             except httpx.TransportError:
                 time.sleep(0.05)
-        raise RuntimeError("the embedded registry did not start listening within 10 s")
+        raise RuntimeError("the server did not start listening within 10 s")
 
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+class ServedRegistry(ServedApp):
+    """The embedded registry's REST app served over a real socket, optionally under a prefix."""
+
+    def __init__(self, registry: EmbeddedRegistry, *, prefix: str = "",
+                 max_body_bytes: int = 1 << 20) -> None:
+        app: ASGIApp = create_registry_app(registry, max_body_bytes=max_body_bytes)
+        if prefix:
+            app = Starlette(routes=[Mount(prefix, app=app)])
+        super().__init__(app, health_path=prefix + "/")
+        self.registry = registry
+        self.prefix = prefix
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.prefix}"
 
 
 @pytest.fixture

@@ -1,0 +1,282 @@
+"""`SchemaRegistry` over HTTP, for any Confluent-compatible registry (Confluent, Karapace, ...).
+
+Retries connect errors, timeouts, 408, 429 and 5xx with capped exponential backoff and full
+jitter inside a total time budget, never other 4xx; maps Confluent ``error_code``s to our
+registry errors; caches id -> schema for the process life (ids are immutable) and
+(subject, schema) -> registration, with one registry call for concurrent requests of one id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from service.registry.canonical import canonical_schema
+from service.registry.compatibility import (
+    CompatibilityLevel,
+    CompatibilityVerdict,
+    Incompatibility,
+)
+from service.registry.errors import (
+    ERROR_CLASSES,
+    RegistryError,
+    RegistryServerError,
+    RegistryUnavailableError,
+)
+from service.registry.interface import VersionSpec
+from service.registry.model import RegisteredSchema, RegistryMode
+
+__all__ = ["RegistryClientConfig", "HttpSchemaRegistry"]
+
+_RETRY_STATUSES = frozenset({408, 429})
+_ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, " \
+          "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryClientConfig:
+    """How to reach a registry.
+
+    Attributes:
+        url: base URL, with or without a path prefix (``https://host/prefix``).
+        username, password: HTTP basic auth (both or neither).
+        bearer_token: sent as ``Authorization: Bearer`` (instead of basic auth).
+        verify: verify TLS certificates; `ca_bundle` adds a CA file.
+        timeout: seconds per request (connect and read).
+        retry_budget: total seconds a call may spend retrying.
+        backoff_initial, backoff_max: the backoff's first and largest delay, in seconds.
+        cache_size: how many schemas by id the LRU keeps.
+    """
+
+    url: str
+    username: str | None = None
+    password: str | None = None
+    bearer_token: str | None = None
+    verify: bool = True
+    ca_bundle: str | None = None
+    timeout: float = 10.0
+    retry_budget: float = 30.0
+    backoff_initial: float = 0.1
+    backoff_max: float = 5.0
+    cache_size: int = 10_000
+
+    def __repr__(self) -> str:  # never show credentials
+        return f"RegistryClientConfig(url={self.url!r}, auth={'yes' if self._auth() else 'no'})"
+
+    def _auth(self) -> httpx.Auth | None:
+        if self.username is not None:
+            return httpx.BasicAuth(self.username, self.password or "")
+        return None
+
+
+class _LRU:
+    """A small bounded mapping that forgets the least recently used entry."""
+
+    def __init__(self, size: int) -> None:
+        self._size, self._data = size, OrderedDict[Any, Any]()
+
+    def get(self, key: Any) -> Any:
+        if key in self._data:
+            self._data.move_to_end(key)
+            return self._data[key]
+        return None
+
+    def put(self, key: Any, value: Any) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self._size:
+            self._data.popitem(last=False)
+
+
+class HttpSchemaRegistry:
+    """A `SchemaRegistry` client over httpx; also counts calls and cache hits for metrics."""
+
+    def __init__(self, config: RegistryClientConfig,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        headers = {"Accept": _ACCEPT}
+        if config.bearer_token:
+            headers["Authorization"] = f"Bearer {config.bearer_token}"
+        verify: Any = config.ca_bundle if (config.verify and config.ca_bundle) else config.verify
+        self._config = config
+        self._http = httpx.AsyncClient(
+            base_url=config.url.rstrip("/") + "/", auth=config._auth(), headers=headers,
+            verify=verify, timeout=config.timeout, transport=transport)
+        self._by_id = _LRU(config.cache_size)
+        self._ids = _LRU(config.cache_size)
+        self._inflight: dict[int, asyncio.Future[str]] = {}
+        self.calls = 0
+        self.cache_hits = 0
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    # -- transport ------------------------------------------------------------------------
+    async def _request(self, method: str, path: str, *, json: Any = None,
+                       params: dict[str, str] | None = None) -> Any:
+        deadline = time.monotonic() + self._config.retry_budget
+        delay = self._config.backoff_initial
+        while True:
+            self.calls += 1
+            try:
+                response = await self._http.request(method, path, json=json, params=params)
+            except (httpx.TransportError, httpx.TimeoutException) as exc:
+                failure: RegistryError = RegistryUnavailableError(
+                    f"schema registry at {self._safe_url()} is unreachable: "
+                    f"{type(exc).__name__}")
+                cause: BaseException | None = exc
+            else:
+                if response.status_code < 400:
+                    return response.json() if response.content else None
+                failure, cause = self._error_of(response), None
+                retryable = response.status_code in _RETRY_STATUSES or \
+                    response.status_code >= 500
+                if not retryable:
+                    raise failure
+            pause = random.uniform(0, delay)
+            if time.monotonic() + pause > deadline:
+                raise failure from cause
+            await asyncio.sleep(pause)
+            delay = min(delay * 2, self._config.backoff_max)
+
+    def _safe_url(self) -> str:
+        url = httpx.URL(self._config.url)
+        return str(url.copy_with(username=None, password=None))
+
+    def _error_of(self, response: httpx.Response) -> RegistryError:
+        try:
+            body = response.json()
+            code = int(body.get("error_code", response.status_code))
+            message = str(body.get("message", ""))
+        except (ValueError, AttributeError, TypeError):
+            code, message = response.status_code, response.text[:200]
+        cls = ERROR_CLASSES.get(code)
+        if cls is None:
+            cls = RegistryServerError if response.status_code >= 500 else RegistryError
+        error = cls(f"schema registry answered {response.status_code} ({code}): {message}",
+                    status=response.status_code, error_code=code)
+        return error
+
+    # -- SchemaRegistry -------------------------------------------------------------------
+    async def register(self, subject: str, schema: str) -> RegisteredSchema:
+        key = (subject, canonical_schema(schema))
+        cached = self._ids.get(key)
+        if cached is not None:
+            self.cache_hits += 1
+            return cached
+        body = await self._request("POST", f"subjects/{_q(subject)}/versions",
+                                   json={"schema": schema})
+        version = body.get("version")
+        if version is None:  # older registries answer with the id only
+            found = await self.lookup(subject, schema)
+        else:
+            found = RegisteredSchema(subject, int(version), int(body["id"]), schema)
+        self._ids.put(key, found)
+        self._by_id.put(found.id, schema)
+        return found
+
+    async def lookup(self, subject: str, schema: str, *, deleted: bool = False
+                     ) -> RegisteredSchema:
+        body = await self._request("POST", f"subjects/{_q(subject)}", json={"schema": schema},
+                                   params={"deleted": _b(deleted)})
+        return _registered(body, subject)
+
+    async def schema_by_id(self, schema_id: int) -> str:
+        cached = self._by_id.get(schema_id)
+        if cached is not None:
+            self.cache_hits += 1
+            return str(cached)
+        pending = self._inflight.get(schema_id)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._inflight[schema_id] = future
+        try:
+            body = await self._request("GET", f"schemas/ids/{schema_id}")
+            text = str(body["schema"])
+            self._by_id.put(schema_id, text)
+            future.set_result(text)
+            return text
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            del self._inflight[schema_id]
+
+    async def get_version(self, subject: str, version: VersionSpec = "latest", *,
+                          deleted: bool = False) -> RegisteredSchema:
+        body = await self._request("GET", f"subjects/{_q(subject)}/versions/{version}",
+                                   params={"deleted": _b(deleted)})
+        found = _registered(body, subject)
+        self._by_id.put(found.id, found.schema)
+        return found
+
+    async def subjects(self, *, deleted: bool = False) -> list[str]:
+        return list(await self._request("GET", "subjects", params={"deleted": _b(deleted)}))
+
+    async def versions(self, subject: str, *, deleted: bool = False) -> list[int]:
+        return list(await self._request("GET", f"subjects/{_q(subject)}/versions",
+                                        params={"deleted": _b(deleted)}))
+
+    async def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
+        return list(await self._request("DELETE", f"subjects/{_q(subject)}",
+                                        params={"permanent": _b(permanent)}))
+
+    async def delete_version(self, subject: str, version: VersionSpec, *,
+                             permanent: bool = False) -> int:
+        return int(await self._request("DELETE", f"subjects/{_q(subject)}/versions/{version}",
+                                       params={"permanent": _b(permanent)}))
+
+    async def get_compatibility(self, subject: str | None = None, *,
+                                default_to_global: bool = False) -> CompatibilityLevel:
+        path = "config" if subject is None else f"config/{_q(subject)}"
+        body = await self._request("GET", path,
+                                   params={"defaultToGlobal": _b(default_to_global)})
+        return CompatibilityLevel(body.get("compatibilityLevel") or body.get("compatibility"))
+
+    async def set_compatibility(self, level: CompatibilityLevel,
+                                subject: str | None = None) -> CompatibilityLevel:
+        path = "config" if subject is None else f"config/{_q(subject)}"
+        body = await self._request("PUT", path, json={"compatibility": level.value})
+        return CompatibilityLevel(body["compatibility"])
+
+    async def check_compatibility(self, subject: str, schema: str,
+                                  version: VersionSpec | None = None) -> CompatibilityVerdict:
+        path = f"compatibility/subjects/{_q(subject)}/versions"
+        if version is not None:
+            path += f"/{version}"
+        body = await self._request("POST", path, json={"schema": schema},
+                                   params={"verbose": "true"})
+        messages = [str(m) for m in body.get("messages") or []]
+        reasons = tuple(Incompatibility("REGISTRY", "/", m, 0, "registry") for m in messages)
+        return CompatibilityVerdict(bool(body["is_compatible"]), reasons)
+
+    async def get_mode(self, subject: str | None = None) -> RegistryMode:
+        path = "mode" if subject is None else f"mode/{_q(subject)}"
+        return RegistryMode((await self._request("GET", path))["mode"])
+
+    async def set_mode(self, mode: RegistryMode, subject: str | None = None) -> RegistryMode:
+        path = "mode" if subject is None else f"mode/{_q(subject)}"
+        return RegistryMode((await self._request("PUT", path, json={"mode": mode.value}))["mode"])
+
+
+def _q(subject: str) -> str:
+    return quote(subject, safe="")
+
+
+def _b(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def _registered(body: dict[str, Any], subject: str) -> RegisteredSchema:
+    return RegisteredSchema(str(body.get("subject", subject)), int(body["version"]),
+                            int(body["id"]), str(body["schema"]),
+                            str(body.get("schemaType", "AVRO")))
