@@ -1,0 +1,89 @@
+"""Registering tables under topics: policy, dry runs, all-or-nothing registration."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.core.ddl import table_from_ddl
+from service.core.errors import InvalidTopicRuleError
+from service.core.options import SchemaOptions
+from service.registry.client import HttpSchemaRegistry, RegistryClientConfig
+from service.registry.embedded.registry import EmbeddedRegistry
+from service.registry.errors import IncompatibleSchemaError
+from service.registry.tables import TopicBindingError, check_table, register_table
+from tests.registry.conftest import ServedRegistry
+
+V1 = table_from_ddl("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, amount DECIMAL(10,2))")
+V2_OK = table_from_ddl("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, amount DECIMAL(10,2),"
+                       " note VARCHAR(20))")
+V2_BAD = table_from_ddl("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, amount DECIMAL(10,2),"
+                        " qty INT NOT NULL)")
+OTHER = table_from_ddl("CREATE TABLE shop.refunds (id BIGINT PRIMARY KEY)")
+OPTIONS = SchemaOptions(enable_tidb_extension=True)
+
+
+@pytest.fixture(params=["in-process", "http"])
+def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    embedded = EmbeddedRegistry(tmp_path / "r.sqlite")
+    if request.param == "in-process":
+        yield embedded
+    else:
+        served = ServedRegistry(embedded).start()
+        yield HttpSchemaRegistry(RegistryClientConfig(url=served.url))
+        served.stop()
+    embedded.close()
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_register_evolve_and_refuse(registry: Any) -> None:
+    async def scenario() -> None:
+        first = await register_table(registry, V1, OPTIONS, "tidb_{schema}_{table}")
+        assert first.topic == "tidb_shop_orders"
+        assert first.key is not None and first.key.subject == "tidb_shop_orders-key"
+        assert (first.key.version, first.value.version) == (1, 1)
+        again = await register_table(registry, V1, OPTIONS, "tidb_{schema}_{table}")
+        assert (again.key.id, again.value.id) == (first.key.id, first.value.id)
+
+        check = await check_table(registry, V2_BAD, OPTIONS, "tidb_{schema}_{table}")
+        assert not check.compatible
+        value = next(v for v in check.subjects if v.subject.endswith("-value"))
+        assert value.compatibility_level.value == "BACKWARD"
+        assert [i.type for i in value.incompatibilities] == ["READER_FIELD_MISSING_DEFAULT_VALUE"]
+        assert "column `qty`" in value.incompatibilities[0].message
+        with pytest.raises(IncompatibleSchemaError) as err:
+            await register_table(registry, V2_BAD, OPTIONS, "tidb_{schema}_{table}")
+        assert err.value.details["topic"] == "tidb_shop_orders"
+        assert await registry.versions("tidb_shop_orders-value") == [1]
+
+        evolved = await register_table(registry, V2_OK, OPTIONS, "tidb_{schema}_{table}")
+        assert evolved.value.version == 2
+        assert evolved.key is not None and evolved.key.version == 1  # key unchanged
+
+    run(scenario())
+
+
+def test_a_literal_topic_binds_one_table(registry: Any) -> None:
+    async def scenario() -> None:
+        await register_table(registry, V1, OPTIONS, "orders")
+        with pytest.raises(TopicBindingError) as err:
+            await register_table(registry, OTHER, OPTIONS, "orders")
+        assert err.value.details["registered_table"] == "default.shop.orders"
+        assert err.value.details["table"] == "default.shop.refunds"
+        assert err.value.details["subject"] == "orders-key"
+        assert await registry.subjects() == ["orders-key", "orders-value"]
+
+    run(scenario())
+
+
+def test_bad_rules_are_refused_before_any_registry_call(registry: Any) -> None:
+    with pytest.raises(InvalidTopicRuleError):
+        run(register_table(registry, V1, OPTIONS, "{table}_{schema}"))
+    assert run(registry.subjects()) == []
