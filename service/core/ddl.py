@@ -295,12 +295,6 @@ def _int_param(param: exp.DataTypeParam, column: str) -> int:
     value = param.this
     if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
         return int(value.this)
-    if isinstance(value, exp.Var) and value.name.upper() == "MAX":
-        raise InvalidTableError(f"column `{column}`: MAX is not a MySQL length", column=column)
-    return _raise_bad_param(param, column)
-
-
-def _raise_bad_param(param: exp.Expression, column: str) -> int:
     raise InvalidTableError(
         f"column `{column}`: type parameter {param.sql(dialect=_DIALECT)!r} is not a number",
         column=column,

@@ -160,9 +160,8 @@ class HttpSchemaRegistry:
         cls = ERROR_CLASSES.get(code)
         if cls is None:
             cls = RegistryServerError if response.status_code >= 500 else RegistryError
-        error = cls(f"schema registry answered {response.status_code} ({code}): {message}",
-                    status=response.status_code, error_code=code)
-        return error
+        return cls(f"schema registry answered {response.status_code} ({code}): {message}",
+                   status=response.status_code, error_code=code)
 
     # -- SchemaRegistry -------------------------------------------------------------------
     async def register(self, subject: str, schema: str) -> RegisteredSchema:

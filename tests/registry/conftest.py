@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -17,6 +20,8 @@ from starlette.types import ASGIApp
 
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.rest import create_registry_app
+
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -55,6 +60,21 @@ class ServedApp:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def serving(app: ASGIApp) -> Iterator[ServedApp]:
+    """Serve an ASGI app on a loopback port for the duration of the block."""
+    served = ServedApp(app).start()
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run one coroutine to completion on a fresh event loop."""
+    return asyncio.run(coro)
 
 
 class ServedRegistry(ServedApp):

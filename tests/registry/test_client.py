@@ -25,7 +25,7 @@ from service.registry.errors import (
     SubjectNotFoundError,
     VersionNotFoundError,
 )
-from tests.registry.conftest import ServedApp, ServedRegistry, free_port
+from tests.registry.conftest import ServedApp, ServedRegistry, free_port, run, serving
 
 A = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
 A_REQ = json.dumps({"type": "record", "name": "R", "fields": [
@@ -78,7 +78,7 @@ def test_round_trip_through_the_client(fixture: str, request: pytest.FixtureRequ
         assert await sr.delete_subject("s-value") == [1]
         await sr.aclose()
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_registry_down_fails_fast_within_the_budget_without_leaking_secrets() -> None:
@@ -93,7 +93,7 @@ def test_registry_down_fails_fast_within_the_budget_without_leaking_secrets() ->
         assert sr.calls >= 2  # it retried
         await sr.aclose()
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 class Flaky:
@@ -122,9 +122,8 @@ class Flaky:
 
 def test_503_then_200_is_retried_and_concurrent_requests_make_one_call() -> None:
     flaky = Flaky(failures=2)
-    served = ServedApp(flaky.app()).start()
 
-    async def scenario() -> None:
+    async def scenario(served: ServedApp) -> None:
         sr = client(served.url, bearer_token="tok-123", backoff_initial=0.01)
         texts = await asyncio.gather(*(sr.schema_by_id(1) for _ in range(10)))
         assert set(texts) == {A}
@@ -134,17 +133,14 @@ def test_503_then_200_is_retried_and_concurrent_requests_make_one_call() -> None
         assert set(flaky.auth) == {"Bearer tok-123"}
         await sr.aclose()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        served.stop()
+    with serving(flaky.app()) as served:
+        run(scenario(served))
 
 
 def test_5xx_until_the_budget_runs_out_and_4xx_never_retried() -> None:
     flaky = Flaky(failures=1000)
-    served = ServedApp(flaky.app()).start()
 
-    async def scenario() -> None:
+    async def scenario(served: ServedApp) -> None:
         sr = client(served.url, retry_budget=0.3, backoff_initial=0.01)
         with pytest.raises(RegistryServerError):
             await sr.schema_by_id(1)
@@ -155,23 +151,18 @@ def test_5xx_until_the_budget_runs_out_and_4xx_never_retried() -> None:
         assert flaky.hits == before + 1
         await sr.aclose()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        served.stop()
+    with serving(flaky.app()) as served:
+        run(scenario(served))
 
 
 def test_basic_auth_is_sent() -> None:
     flaky = Flaky(failures=0)
-    served = ServedApp(flaky.app()).start()
 
-    async def scenario() -> None:
+    async def scenario(served: ServedApp) -> None:
         sr = client(served.url, username="svc", password="pw")
         await sr.schema_by_id(5)
         assert flaky.auth == ["Basic c3ZjOnB3"]
         await sr.aclose()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        served.stop()
+    with serving(flaky.app()) as served:
+        run(scenario(served))

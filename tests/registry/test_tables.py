@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from service.registry.client import HttpSchemaRegistry, RegistryClientConfig
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.errors import IncompatibleSchemaError
 from service.registry.tables import TopicBindingError, check_table, register_table
-from tests.registry.conftest import ServedRegistry
+from tests.registry.conftest import ServedRegistry, run
 
 V1 = table_from_ddl("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, amount DECIMAL(10,2))")
 V2_OK = table_from_ddl("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, amount DECIMAL(10,2),"
@@ -37,10 +36,6 @@ def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         yield HttpSchemaRegistry(RegistryClientConfig(url=served.url))
         served.stop()
     embedded.close()
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def test_register_evolve_and_refuse(registry: Any) -> None:

@@ -233,8 +233,6 @@ class EmbeddedRegistry:
             number = parse_version(version)
             if not live and number is None:
                 return CompatibilityVerdict(True)
-            if not self._store.versions(subject):
-                raise SubjectNotFoundError(f"Subject '{subject}' not found.", subject=subject)
             row = self._find(subject, number, deleted=False)
             targets, level = [row], _non_transitive(level)
         return check_compatibility(schema, [(r.version, r.schema) for r in targets], level)

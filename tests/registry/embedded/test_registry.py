@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -28,12 +27,7 @@ from service.registry.errors import (
     VersionSoftDeletedError,
 )
 from service.registry.model import RegistryMode
-
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
+from tests.registry.conftest import run
 
 
 def rec(*fields: dict[str, Any], name: str = "R") -> str:
