@@ -87,6 +87,22 @@ def decimal_from_text(text: str) -> decimal.Decimal:
     return number
 
 
+def fast_unscaled(col_type: ColumnType, text: str) -> int | None:
+    """The unscaled value of a plain decimal literal (``-12.5``) that fits the column, or None
+    when the text needs the full parser (exponents, spaces, errors to report)."""
+    negative = text.startswith("-")
+    whole, _, fraction = (text[1:] if negative else text).partition(".")
+    scale = col_type.scale
+    if not (whole.isascii() and whole.isdigit()) or len(fraction) > scale:
+        return None
+    if fraction and not (fraction.isascii() and fraction.isdigit()):
+        return None
+    if len(whole.lstrip("0")) > col_type.precision - scale or (negative and col_type.unsigned):
+        return None
+    magnitude = int(whole + fraction.ljust(scale, "0"))
+    return -magnitude if negative else magnitude
+
+
 def normalize_decimal(col_type: ColumnType, number: decimal.Decimal) -> decimal.Decimal:
     """Return `number` with exactly the column's scale, refusing any loss of digits.
 

@@ -17,6 +17,11 @@ _DATE = r"(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})"
 _CLOCK = r"(?P<h>\d{1,2}):(?P<mi>\d{1,2}):(?P<s>\d{1,2})(?:\.(?P<f>\d{1,6})?)?"
 _DATE_RE = re.compile(rf"^{_DATE}$")
 _DATETIME_RE = re.compile(rf"^{_DATE}(?:[ T]{_CLOCK})?$")
+# Already in TiCDC's spelling with a day every month has: returned as is (the common case).
+_CANONICAL_DATETIME = re.compile(
+    r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8]) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
+    r"(?:\.(\d{1,6}))?"
+)
 _TIME_RE = re.compile(
     r"^(?P<neg>-)?(?:(?P<days>\d{1,2}) )?(?P<h>\d{1,3}):(?P<mi>\d{1,2})(?::(?P<s>\d{1,2}))?"
     r"(?:\.(?P<f>\d{1,6})?)?$"
@@ -29,8 +34,11 @@ class TemporalFormatError(ValueError):
     """A temporal string that is not a value of its column type; the text says why."""
 
 
-def normalize_temporal(text: str, base: MySQLType, fsp: int) -> str:
+def normalize_temporal(text: str, base: MySQLType, fsp: int | None) -> str:
     """Validate `text` as a value of `base` and return TiCDC's spelling of it.
+
+    `fsp` None (a column rebuilt from a registered schema, whose fsp the schema does not
+    record) keeps the fractional digits as written, up to 6.
 
     Raises:
         TemporalFormatError: malformed text, an impossible date or time, or more fractional
@@ -42,6 +50,9 @@ def normalize_temporal(text: str, base: MySQLType, fsp: int) -> str:
             raise TemporalFormatError(f"{text!r} is not a DATE (YYYY-MM-DD)")
         return _date_part(m, text)
     if base in (MySQLType.DATETIME, MySQLType.TIMESTAMP):
+        fast = _CANONICAL_DATETIME.fullmatch(text)
+        if fast and (fsp is None or len(fast[1] or "") == fsp):
+            return text
         m = _DATETIME_RE.match(text)
         if not m:
             raise TemporalFormatError(
@@ -80,8 +91,12 @@ def _date_part(m: re.Match[str], text: str) -> str:
     return f"{y:04d}-{mo:02d}-{d:02d}"
 
 
-def _fraction(digits: str | None, fsp: int, text: str) -> str:
+def _fraction(digits: str | None, fsp: int | None, text: str) -> str:
     digits = digits or ""
+    if fsp is None:
+        fsp = len(digits)
+        if fsp > 6:
+            raise TemporalFormatError(f"{text!r} has {fsp} fractional-second digits; at most 6")
     if len(digits) > fsp and digits[fsp:].strip("0"):
         raise TemporalFormatError(
             f"{text!r} has {len(digits.rstrip('0'))} fractional-second digits; "

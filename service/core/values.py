@@ -25,6 +25,7 @@ from service.core.domain import (
     check_length,
     check_year,
     decimal_from_text,
+    fast_unscaled,
     int_range,
     length_limit,
     normalize_decimal,
@@ -41,8 +42,12 @@ from service.core.temporal import TemporalFormatError, normalize_temporal
 
 __all__ = [
     "RowCodec",
+    "column_codec",
+    "Encoder",
+    "Decoder",
     "decimal_to_bytes",
     "decimal_from_bytes",
+    "decimal_text",
     "unscaled_value",
     "extension_values",
     "commit_physical_time",
@@ -64,6 +69,13 @@ def decimal_from_bytes(raw: bytes, scale: int) -> decimal.Decimal:
     unscaled = int.from_bytes(raw, "big", signed=True)
     digits = tuple(int(d) for d in str(abs(unscaled)))
     return decimal.Decimal((1 if unscaled < 0 else 0, digits, -scale))
+
+
+def decimal_text(unscaled: int, scale: int) -> str:
+    """The plain text (``-0.05``) of ``unscaled * 10**-scale``, exact, with `scale` digits."""
+    digits = str(abs(unscaled)).rjust(scale + 1, "0")
+    text = f"{digits[:-scale]}.{digits[-scale:]}" if scale else digits
+    return "-" + text if unscaled < 0 else text
 
 
 def unscaled_value(number: decimal.Decimal, scale: int) -> int:
@@ -143,7 +155,7 @@ def _float32_shortest(value: float) -> float:
     return value
 
 
-def _codec_for(col_type: ColumnType, options: SchemaOptions) -> tuple[Encoder, Decoder]:
+def column_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encoder, Decoder]:
     """Build the (plain -> Avro, Avro -> plain) converters of one column type."""
     family = col_type.family
     if family is TypeFamily.INTEGER:
@@ -263,13 +275,15 @@ def _decimal_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encode
         return (lambda v: format(parse(v), "f")), _same
 
     def encode_precise(value: Any) -> bytes:
+        if type(value) is str and (fast := fast_unscaled(col_type, value)) is not None:
+            return decimal_to_bytes(fast)
         number = parse(value)
         return decimal_to_bytes(unscaled_value(number, scale))
 
     def decode_precise(value: Any) -> str:
         if isinstance(value, decimal.Decimal):
-            value = decimal_to_bytes(unscaled_value(value, scale))
-        return format(decimal_from_bytes(value, scale), "f")
+            return decimal_text(unscaled_value(value, scale), scale)
+        return decimal_text(int.from_bytes(value, "big", signed=True), scale)
 
     return encode_precise, decode_precise
 
@@ -291,7 +305,7 @@ class RowCodec:
                 full rows); otherwise such a column is an error, never silently dropped.
         """
         self._fields = tuple(
-            (c.name, sanitize_name(c.name), c.nullable, *_codec_for(c.type, options))
+            (c.name, sanitize_name(c.name), c.nullable, *column_codec(c.type, options))
             for c in columns
         )
         self._names = frozenset(c.name for c in columns)
