@@ -15,8 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/flatavro --help
-	$(BIN)/flatavro schema generate --help
+	$(BIN)/flatavro serve
 
 test: $(STAMP)
 	$(BIN)/ruff check service spark_jobs tests bench

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from service.cli import schema_cmd
+from service.cli import schema_cmd, serve_cmd
 from service.core.errors import ServiceError
 
 __all__ = ["main", "build_parser"]
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_OneLineParser)
     schema_cmd.register(commands)
+    serve_cmd.register(commands)
     return parser
 
 

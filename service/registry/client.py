@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -31,6 +30,7 @@ from service.registry.errors import (
     RegistryUnavailableError,
 )
 from service.registry.interface import VersionSpec
+from service.registry.lru import LRU
 from service.registry.model import RegisteredSchema, RegistryMode
 
 __all__ = ["RegistryClientConfig", "HttpSchemaRegistry"]
@@ -76,25 +76,6 @@ class RegistryClientConfig:
         return None
 
 
-class _LRU:
-    """A small bounded mapping that forgets the least recently used entry."""
-
-    def __init__(self, size: int) -> None:
-        self._size, self._data = size, OrderedDict[Any, Any]()
-
-    def get(self, key: Any) -> Any:
-        if key in self._data:
-            self._data.move_to_end(key)
-            return self._data[key]
-        return None
-
-    def put(self, key: Any, value: Any) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self._size:
-            self._data.popitem(last=False)
-
-
 class HttpSchemaRegistry:
     """A `SchemaRegistry` client over httpx; also counts calls and cache hits for metrics."""
 
@@ -108,8 +89,8 @@ class HttpSchemaRegistry:
         self._http = httpx.AsyncClient(
             base_url=config.url.rstrip("/") + "/", auth=config._auth(), headers=headers,
             verify=verify, timeout=config.timeout, transport=transport)
-        self._by_id = _LRU(config.cache_size)
-        self._ids = _LRU(config.cache_size)
+        self._by_id = LRU(config.cache_size)
+        self._ids = LRU(config.cache_size)
         self._inflight: dict[int, asyncio.Future[str]] = {}
         self.calls = 0
         self.cache_hits = 0

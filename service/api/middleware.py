@@ -1,0 +1,115 @@
+"""Pure-ASGI middleware: request id, access log and metrics; the request body size limit."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.api.logs import request_id
+from service.api.metrics import Metrics
+from service.api.problems import PROBLEM_JSON
+
+__all__ = ["RequestContext", "BodyLimit"]
+
+access_log = logging.getLogger("flatavro.access")
+
+
+class RequestContext:
+    """Gives each request an id (``X-Request-ID``, echoed back), logs one access line and
+    counts it under its route template (not the raw path: topics would explode cardinality)."""
+
+    def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        rid = given[:64] if given.isprintable() and given else uuid.uuid4().hex
+        token = request_id.set(rid)
+        start, status = time.perf_counter(), 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []),
+                                      (b"x-request-id", rid.encode("latin-1"))]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            seconds = time.perf_counter() - start
+            route = _route_of(scope)
+            self.metrics.observe_request(scope["method"], route, status, seconds)
+            access_log.info("request", extra={
+                "method": scope["method"], "path": scope["path"], "route": route,
+                "status": status, "duration_ms": round(seconds * 1000, 3)})
+            request_id.reset(token)
+
+
+def _route_of(scope: Scope) -> str:
+    route: Any = scope.get("route")
+    if route is not None and hasattr(route, "path"):
+        return str(route.path)
+    return scope.get("root_path") or "unmatched"  # a mount: /registry, /docs/assets
+
+
+class BodyLimit:
+    """Refuses bodies over `max_bytes` with 413 problem+json: by ``Content-Length`` up front,
+    and by counting for chunked bodies (the handler then never sees a partial body)."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            await self._refuse(scope, send)
+            return
+        seen = 0
+        refused = False
+
+        async def counting_receive() -> Message:
+            nonlocal seen, refused
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    refused = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        started = False
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if refused and not started:
+                return
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, counting_receive, guarded_send)
+        if refused and not started:
+            await self._refuse(scope, send)
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        body = orjson.dumps({
+            "type": "urn:flatavro:problem:body_too_large", "title": "Body too large",
+            "status": 413, "code": "body_too_large", "instance": scope["path"],
+            "detail": f"the request body is over the limit of {self.max_bytes} bytes",
+            "limit": self.max_bytes})
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", PROBLEM_JSON.encode()),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,141 @@
+"""RFC 9457 problem+json: the one place errors become HTTP responses.
+
+`STATUS` maps error classes to statuses (the most specific class listed wins); every error
+body has ``type``, ``title``, ``status``, ``detail``, ``instance`` and a stable ``code``, plus
+the error's structured details. Nothing else renders errors, and no stack trace ever leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from service.codec.errors import InvalidRequestError
+from service.core.errors import InvalidInputError, ServiceError
+from service.registry.errors import (
+    IncompatibleSchemaError,
+    RegistryError,
+    RegistryServerError,
+    RegistryUnavailableError,
+    SchemaNotFoundError,
+    SubjectConfigNotFoundError,
+    SubjectNotFoundError,
+    SubjectNotSoftDeletedError,
+    SubjectSoftDeletedError,
+    VersionNotFoundError,
+    VersionNotSoftDeletedError,
+    VersionSoftDeletedError,
+)
+from service.registry.tables import TopicBindingError
+
+__all__ = ["ApiKeyError", "PROBLEM_JSON", "STATUS", "problem_response", "install"]
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger("flatavro.api")
+
+
+class ApiKeyError(ServiceError):
+    """A request that needs an API key came without a valid one."""
+
+    code = "unauthorized"
+
+
+class _RouteNotFound(ServiceError):
+    code = "not_found"
+
+
+class _MethodNotAllowed(ServiceError):
+    code = "method_not_allowed"
+
+
+class _InternalError(ServiceError):
+    code = "internal_error"
+
+
+STATUS: dict[type[ServiceError], int] = {
+    InvalidInputError: 422,
+    SubjectNotFoundError: 404, VersionNotFoundError: 404, SchemaNotFoundError: 404,
+    SubjectSoftDeletedError: 404, SubjectNotSoftDeletedError: 404,
+    VersionSoftDeletedError: 404, VersionNotSoftDeletedError: 404,
+    SubjectConfigNotFoundError: 404, _RouteNotFound: 404,
+    IncompatibleSchemaError: 409, TopicBindingError: 409,
+    RegistryError: 422,  # the registry refused the request (READONLY, ...): a client matter
+    RegistryServerError: 502,
+    RegistryUnavailableError: 503,
+    ApiKeyError: 401,
+    _MethodNotAllowed: 405,
+}
+"""Error class -> HTTP status; classes not listed use their nearest listed base (else 500)."""
+
+
+def status_of(error: ServiceError) -> int:
+    """The HTTP status of an error (nearest listed class in its MRO)."""
+    for cls in type(error).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]  # type: ignore[index]
+    return 500
+
+
+def problem_response(request: Request, error: ServiceError, *, retry_after: int) -> Response:
+    """Render `error` as problem+json."""
+    status = status_of(error)
+    body: dict[str, Any] = {
+        "type": f"urn:flatavro:problem:{error.code}",
+        "title": error.code.replace("_", " ").capitalize(),
+        "status": status,
+        "detail": error.message,
+        "instance": request.url.path,
+        **error.to_dict(),
+    }
+    if isinstance(error, RegistryError):
+        body["registry_error_code"] = error.registry_code
+    headers = {"Retry-After": str(retry_after)} if status == 503 else {}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="flatavro"'
+    return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_JSON,
+                    headers=headers)
+
+
+def install(app: FastAPI, *, retry_after: int,
+            on_error: Callable[[Request, ServiceError], None] = lambda r, e: None) -> None:
+    """Register the handlers that turn every exception into problem+json; `on_error` sees
+    each `ServiceError` first (metrics)."""
+
+    async def service_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ServiceError)
+        on_error(request, exc)
+        return problem_response(request, exc, retry_after=retry_after)
+
+    async def validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        errors = [{"location": "/".join(str(p) for p in e["loc"]), "message": e["msg"]}
+                  for e in exc.errors()]
+        first = f"{errors[0]['location']}: {errors[0]['message']}" if errors else "invalid"
+        error = InvalidRequestError(f"the request is invalid: {first}", errors=errors)
+        return problem_response(request, error, retry_after=retry_after)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 405:
+            error: ServiceError = _MethodNotAllowed(
+                f"{request.method} is not allowed on {request.url.path}")
+        else:
+            error = _RouteNotFound(f"no route {request.method} {request.url.path}")
+        return problem_response(request, error, retry_after=retry_after)
+
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.error("unexpected error", exc_info=exc)
+        error = _InternalError("an unexpected error occurred; the service log has the details")
+        return problem_response(request, error, retry_after=retry_after)
+
+    app.add_exception_handler(ServiceError, service_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected)

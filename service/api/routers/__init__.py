@@ -1,0 +1,1 @@
+"""Routers, one per resource; each handler parses, calls one function and returns."""

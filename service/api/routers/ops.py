@@ -1,0 +1,39 @@
+"""Operations: ``/healthz`` (the process answers), ``/readyz`` (the registry answers),
+``/metrics`` (Prometheus)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from service.api.deps import RuntimeDep
+from service.api.metrics import CONTENT_TYPE
+from service.api.models import problem
+
+router = APIRouter(tags=["ops"])
+_OK = b'{"status":"ok"}'
+
+
+@router.get("/healthz", operation_id="healthz", summary="Liveness",
+            description="200 while the process serves requests; touches nothing else.",
+            responses={200: {"content": {"application/json": {"example": {"status": "ok"}}}}})
+async def healthz() -> Response:
+    return Response(_OK, media_type="application/json")
+
+
+@router.get("/readyz", operation_id="readyz", summary="Readiness",
+            description="200 when the registry answers; 503 (with Retry-After) when it "
+                        "cannot be reached, 502 when it fails.",
+            responses={200: {"content": {"application/json": {"example": {"status": "ok"}}}},
+                       **problem(502, 503)})
+async def readyz(runtime: RuntimeDep) -> Response:
+    await runtime.ready()
+    return Response(_OK, media_type="application/json")
+
+
+@router.get("/metrics", operation_id="metrics", summary="Prometheus metrics",
+            description="Request counts and latencies per route, registry calls, schema "
+                        "cache hits, encoded/decoded records and refused batches.",
+            responses={200: {"content": {CONTENT_TYPE: {}}}})
+async def metrics(runtime: RuntimeDep) -> Response:
+    return Response(runtime.metrics.render(), media_type=CONTENT_TYPE)

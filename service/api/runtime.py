@@ -1,0 +1,80 @@
+"""`Runtime`: what one app instance holds (registry, resolver, metrics, keys) and its start-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.api.auth import ApiKeys
+from service.api.metrics import Metrics
+from service.api.settings import Settings
+from service.codec.resolver import SchemaResolver
+from service.core.options import SchemaOptions
+from service.core.table import Table
+from service.registry.client import HttpSchemaRegistry
+from service.registry.embedded.registry import EmbeddedRegistry
+from service.registry.instrumented import InstrumentedRegistry
+from service.registry.interface import SchemaRegistry
+from service.registry.tables import TableRegistration, register_table
+
+__all__ = ["Runtime"]
+
+
+@dataclass
+class Runtime:
+    """The registry (embedded or remote, instrumented), the schema resolver, metrics, keys."""
+
+    settings: Settings
+    metrics: Metrics
+    keys: ApiKeys
+    registry: SchemaRegistry
+    resolver: SchemaResolver
+    embedded: EmbeddedRegistry | None
+    remote: HttpSchemaRegistry | None
+
+    @classmethod
+    def start(cls, settings: Settings) -> Runtime:
+        """Open the registry the settings name and build the caches."""
+        metrics = Metrics()
+        embedded = EmbeddedRegistry(settings.registry_db_path) if settings.embedded else None
+        remote = None if embedded else HttpSchemaRegistry(settings.registry_client_config())
+        inner: Any = embedded or remote
+        registry: Any = InstrumentedRegistry(
+            inner, lambda operation: metrics.registry_calls.labels(operation).inc())
+        resolver = SchemaResolver(registry, cache_size=settings.schema_cache_size,
+                                  topic_ttl=settings.topic_cache_seconds,
+                                  on_cache_hit=metrics.cache_hits.inc)
+        keys = ApiKeys((k.get_secret_value() for k in settings.api_keys),
+                       protect_reads=settings.protect_reads)
+        return cls(settings, metrics, keys, registry, resolver, embedded, remote)
+
+    async def stop(self) -> None:
+        """Close connections and the SQLite store."""
+        if self.remote is not None:
+            await self.remote.aclose()
+        if self.embedded is not None:
+            self.embedded.close()
+
+    async def register_table(self, table: Table, options: SchemaOptions, topic_rule: str
+                             ) -> TableRegistration:
+        """Register a table under its topic; encode sees the new ids at once."""
+        done = await register_table(self.registry, table, options, topic_rule)
+        self.resolver.forget_topic(done.topic)
+        return done
+
+    async def delete_version(self, subject: str, version: str, *, permanent: bool) -> int:
+        """Delete one version of a subject and forget cached topic ids that used it."""
+        deleted = await self.registry.delete_version(subject, version, permanent=permanent)
+        self.resolver.forget_subject(subject)
+        return deleted
+
+    async def delete_subject(self, subject: str, *, permanent: bool) -> list[int]:
+        """Delete a subject and forget cached topic ids that used it."""
+        deleted = await self.registry.delete_subject(subject, permanent=permanent)
+        self.resolver.forget_subject(subject)
+        return deleted
+
+    async def ready(self) -> None:
+        """Raise when the registry cannot be reached (one cheap call)."""
+        await self.registry.get_compatibility()
+

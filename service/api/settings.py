@@ -1,0 +1,82 @@
+"""`Settings`: the service's one configuration door (environment variables ``FLATAVRO_*``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from service.registry.client import RegistryClientConfig
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseSettings):
+    """Service settings; every field is read from ``FLATAVRO_<NAME>`` (case-insensitive).
+
+    With no `registry_url` the service runs the embedded registry (SQLite at
+    `registry_db_path`) and serves its Confluent REST API under ``/registry``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="FLATAVRO_", extra="ignore", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    registry_url: str | None = Field(
+        None, description="A Confluent-compatible registry (with any path prefix); "
+                          "unset = the embedded registry")
+    registry_username: str | None = None
+    registry_password: SecretStr | None = None
+    registry_bearer_token: SecretStr | None = None
+    registry_verify_tls: bool = True
+    registry_ca_bundle: str | None = None
+    registry_timeout: float = Field(10.0, gt=0)
+    registry_retry_budget: float = Field(30.0, ge=0)
+    registry_db_path: str = "flatavro-registry.sqlite"
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list, description="Comma-separated keys; when set, writes need one")
+    protect_reads: bool = Field(False, description="Reads need an API key too")
+    max_body_bytes: int = Field(16 << 20, gt=0)
+    schema_cache_size: int = Field(10_000, gt=0, description="Parsed schemas kept by id")
+    topic_cache_seconds: float = Field(
+        30.0, ge=0, description="How long a topic's latest schema ids are reused")
+    retry_after_seconds: int = Field(5, ge=1, description="Retry-After when the registry is down")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [k.strip() for k in value.split(",") if k.strip()]
+        return value
+
+    @property
+    def embedded(self) -> bool:
+        """True when the service runs its own registry."""
+        return not self.registry_url
+
+    def registry_client_config(self) -> RegistryClientConfig:
+        """The HTTP client configuration of the external registry."""
+        assert self.registry_url
+        return RegistryClientConfig(
+            url=self.registry_url, username=self.registry_username,
+            password=_secret(self.registry_password),
+            bearer_token=_secret(self.registry_bearer_token), verify=self.registry_verify_tls,
+            ca_bundle=self.registry_ca_bundle, timeout=self.registry_timeout,
+            retry_budget=self.registry_retry_budget, cache_size=self.schema_cache_size,
+        )
+
+    def redacted(self) -> dict[str, Any]:
+        """The effective configuration for logs: secrets shown as ``**********``."""
+        shown = self.model_dump(mode="json")
+        shown["api_keys"] = [str(k) for k in self.api_keys]
+        if self.registry_url:  # credentials written into the URL itself
+            shown["registry_url"] = re.sub(r"//([^/@:]*):[^/@]*@", r"//\1:**********@",
+                                           self.registry_url)
+        return shown
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value else None

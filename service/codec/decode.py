@@ -1,0 +1,140 @@
+"""Batch decode: Confluent-framed key/value messages -> plain-JSON rows.
+
+Each part is ``0x00 | schema id (4 bytes BE) | Avro body``; the id is resolved through the
+resolver's cache. A null value is a delete (a tombstone). Every problem of the batch is
+reported with the message index, the part and the byte offset within that part's bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from service.codec.encode import parse_json_body
+from service.codec.errors import InvalidMessagesError, InvalidRequestError
+from service.codec.resolver import SchemaResolver
+from service.core.errors import FramingError
+from service.core.framing import HEADER_SIZE, unframe
+from service.core.record_codec import BodyDecodeError
+from service.core.record_schema import NotFlatAvroError
+from service.registry.errors import SchemaNotFoundError
+
+__all__ = ["DecodedBatch", "decode_batch", "decode_raw"]
+
+_TEXT_DECODERS: dict[str, Callable[[str], bytes]] = {
+    "base64": lambda text: base64.b64decode(text, validate=True),
+    "hex": bytes.fromhex,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedBatch:
+    """The JSON response body and how many messages it holds."""
+
+    body: bytes
+    messages: int
+
+
+class _PartError(ValueError):
+    def __init__(self, message: str, offset: int | None) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+async def decode_batch(resolver: SchemaResolver, body: bytes) -> DecodedBatch:
+    """Decode a batch request body ``{"messages": [{"key", "value"}], "encoding"}``.
+
+    Raises:
+        InvalidRequestError: the body is not the expected JSON shape.
+        InvalidMessagesError: one or more messages do not decode (all listed).
+    """
+    document = parse_json_body(body)
+    name = document.get("encoding", "base64")
+    if name not in _TEXT_DECODERS:
+        raise InvalidRequestError(f"encoding must be base64 or hex, not {name!r}",
+                                  field="encoding")
+    to_bytes = _TEXT_DECODERS[name]
+    messages = document.get("messages")
+    if not isinstance(messages, list):
+        raise InvalidRequestError("`messages` must be a list of {key, value}",
+                                  field="messages")
+    out, errors = [], []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            errors.append(_error(index, "message", "a message must be a JSON object", None))
+            continue
+        decoded: dict[str, Any] = {}
+        for part in ("key", "value"):
+            text = message.get(part)
+            try:
+                raw = None if text is None else _bytes_of(text, to_bytes)
+                decoded[part], decoded[f"{part}_schema_id"] = await _decode_part(
+                    resolver, raw, key=part == "key")
+            except _PartError as exc:
+                errors.append(_error(index, part, str(exc), exc.offset))
+        decoded["op"] = "delete" if message.get("value") is None else "upsert"
+        out.append(decoded)
+    if errors:
+        raise InvalidMessagesError(errors)
+    return DecodedBatch(orjson.dumps({"messages": out}), len(out))
+
+
+async def decode_raw(resolver: SchemaResolver, raw: bytes, *, key: bool = False
+                     ) -> DecodedBatch:
+    """Decode one raw framed message (a value unless `key`), answered as a one-message batch.
+
+    Raises:
+        InvalidMessagesError: the message does not decode (offset named).
+    """
+    part = "key" if key else "value"
+    try:
+        row, schema_id = await _decode_part(resolver, raw, key=key)
+    except _PartError as exc:
+        raise InvalidMessagesError([_error(0, part, str(exc), exc.offset)]) from exc
+    message = {"key": None, "value": None, "key_schema_id": None, "value_schema_id": None,
+               part: row, f"{part}_schema_id": schema_id, "op": "upsert"}
+    return DecodedBatch(orjson.dumps({"messages": [message]}), 1)
+
+
+def _bytes_of(text: Any, to_bytes: Callable[[str], bytes]) -> bytes:
+    if not isinstance(text, str):
+        raise _PartError("must be a string (or null)", None)
+    try:
+        return to_bytes(text)
+    except (binascii.Error, ValueError) as exc:
+        raise _PartError(f"is not valid text in the request's encoding ({exc})", None) from exc
+
+
+async def _decode_part(resolver: SchemaResolver, raw: bytes | None, *, key: bool
+                       ) -> tuple[dict[str, Any] | None, int | None]:
+    if raw is None:
+        return None, None
+    try:
+        schema_id, body = unframe(raw)
+    except FramingError as exc:
+        raise _PartError(exc.message, exc.details.get("offset")) from exc
+    try:
+        codec = await resolver.codec(schema_id, key=key)
+    except SchemaNotFoundError as exc:
+        raise _PartError(f"schema id {schema_id} (at offset 1) is not in the registry",
+                         1) from exc
+    except NotFlatAvroError as exc:
+        raise _PartError(f"schema id {schema_id}: {exc.message}", 1) from exc
+    try:
+        return codec.decode(body), schema_id
+    except BodyDecodeError as exc:
+        raise _PartError(f"{exc} (at byte offset {exc.offset + HEADER_SIZE})",
+                         exc.offset + HEADER_SIZE) from exc
+
+
+def _error(index: int, part: str, reason: str, offset: int | None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": "invalid_message", "message_index": index, "part": part,
+                             "message": f"message {index} {part}: {reason}", "reason": reason}
+    if offset is not None:
+        error["offset"] = offset
+    return error

@@ -1,0 +1,161 @@
+"""Batch encode: plain-JSON change records -> Confluent-framed key/value messages for a topic.
+
+FLAT_AVRO.md §8: INSERT/UPDATE -> key + value; DELETE -> key (from ``old_row``, else
+``row``) + null value; an UPDATE whose key columns changed (``old_row`` given) -> DELETE of the
+old key + INSERT. The whole batch is checked before anything is output: one bad record makes
+the call fail with every bad record's index, column and reason, and no messages.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from service.codec.errors import InvalidRecordsError, InvalidRequestError
+from service.codec.resolver import SchemaResolver, TopicSchemas
+from service.core.errors import RowValidationError
+from service.core.framing import frame
+
+__all__ = ["EncodedBatch", "encode_batch", "parse_json_body", "text_encoder"]
+
+_OPS = ("insert", "update", "delete")
+_TEXT_ENCODERS: dict[str, Callable[[bytes], str]] = {
+    "base64": lambda raw: base64.b64encode(raw).decode("ascii"),
+    "hex": bytes.hex,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBatch:
+    """The JSON response body and how many records and messages it holds."""
+
+    body: bytes
+    records: int
+    messages: int
+
+
+def parse_json_body(body: bytes) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object.
+
+    Raises:
+        InvalidRequestError: not JSON (with the character position) or not an object.
+    """
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequestError(f"the body is not JSON: {exc.msg} at character {exc.pos}",
+                                  position=exc.pos) from exc
+    if not isinstance(document, dict):
+        raise InvalidRequestError("the body must be a JSON object")
+    return document
+
+
+def text_encoder(document: dict[str, Any]) -> Callable[[bytes], str]:
+    """The bytes -> text function named by the document's ``encoding`` (default base64)."""
+    name = document.get("encoding", "base64")
+    if name not in _TEXT_ENCODERS:
+        raise InvalidRequestError(f"encoding must be base64 or hex, not {name!r}",
+                                  field="encoding")
+    return _TEXT_ENCODERS[name]
+
+
+async def encode_batch(resolver: SchemaResolver, topic: str, body: bytes) -> EncodedBatch:
+    """Encode a batch request body (see ARCHITECTURE.md) against the topic's latest schemas.
+
+    Raises:
+        InvalidRequestError: the body is not the expected JSON shape.
+        InvalidRecordsError: one or more records are invalid (all listed; nothing output).
+        SubjectNotFoundError: the topic has no registered value schema.
+    """
+    document = parse_json_body(body)
+    to_text = text_encoder(document)
+    records = document.get("records")
+    if not isinstance(records, list):
+        raise InvalidRequestError("`records` must be a list of change records",
+                                  field="records")
+    schemas = await resolver.topic(topic)
+    writer = _BatchWriter(schemas, to_text)
+    errors: list[dict[str, Any]] = []
+    for index, record in enumerate(records):
+        try:
+            writer.add(index, record)
+        except RowValidationError as exc:
+            errors.extend(dict(e.to_dict(), record_index=index) for e in exc.errors)
+        except _RecordShapeError as exc:
+            errors.append({"code": "invalid_record", "message": str(exc),
+                           "record_index": index, "field": exc.field})
+    if errors:
+        for error in errors:
+            error["message"] = f"record {error['record_index']}: {error['message']}"
+        raise InvalidRecordsError(errors)
+    key_id = None if schemas.key is None else schemas.key.registered.id
+    response = {"topic": topic, "messages": writer.messages, "key_schema_id": key_id,
+                "value_schema_id": schemas.value.registered.id}
+    return EncodedBatch(orjson.dumps(response), len(records), len(writer.messages))
+
+
+class _RecordShapeError(ValueError):
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class _BatchWriter:
+    """Accumulates the messages of one batch (prefixes framed once per batch)."""
+
+    def __init__(self, schemas: TopicSchemas, to_text: Callable[[bytes], str]) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._key = schemas.key.codec if schemas.key else None
+        self._value = schemas.value.codec
+        self._key_prefix = frame(schemas.key.registered.id, b"") if schemas.key else b""
+        self._value_prefix = frame(schemas.value.registered.id, b"")
+        self._text = to_text
+
+    def add(self, index: int, record: Any) -> None:
+        op, row, old_row, commit_ts = _fields_of(record)
+        if op == "delete":
+            self._emit(index, self._key_bytes(old_row or row), None)
+            return
+        key = self._key_bytes(row)
+        if op == "update" and old_row is not None and self._key is not None:
+            old_key = self._key_bytes(old_row)
+            if old_key != key:  # the key changed: DELETE(old key) + INSERT(new row)
+                value = self._value.encode(row, update=False, commit_ts=commit_ts)
+                self._emit(index, old_key, None)
+                self._emit(index, key, value)
+                return
+        self._emit(index, key, self._value.encode(row, update=op == "update",
+                                                  commit_ts=commit_ts))
+
+    def _key_bytes(self, row: dict[str, Any]) -> bytes | None:
+        return None if self._key is None else self._key.encode(row)
+
+    def _emit(self, index: int, key: bytes | None, value: bytes | None) -> None:
+        text = self._text
+        self.messages.append({
+            "key": None if key is None else text(self._key_prefix + key),
+            "value": None if value is None else text(self._value_prefix + value),
+            "record_index": index,
+        })
+
+
+def _fields_of(record: Any) -> tuple[str, dict[str, Any], dict[str, Any] | None, int]:
+    if not isinstance(record, dict):
+        raise _RecordShapeError("a record must be a JSON object", "record")
+    op = record.get("op")
+    if op not in _OPS:
+        raise _RecordShapeError(f"`op` must be insert, update or delete, not {op!r}", "op")
+    row, old_row = record.get("row"), record.get("old_row")
+    if old_row is not None and not isinstance(old_row, dict):
+        raise _RecordShapeError("`old_row` must be an object of column values", "old_row")
+    if not isinstance(row, dict) and not (op == "delete" and old_row is not None):
+        raise _RecordShapeError("`row` must be an object of column values", "row")
+    commit_ts = record.get("commit_ts", 0)
+    if type(commit_ts) is not int or not 0 <= commit_ts < 1 << 63:
+        raise _RecordShapeError("`commit_ts` must be a TiDB TSO (an integer >= 0)",
+                                "commit_ts")
+    return op, row, old_row, commit_ts

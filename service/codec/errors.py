@@ -1,0 +1,41 @@
+"""Errors of batch encode/decode: every bad record or message of a batch, reported at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.core.errors import InvalidInputError
+
+__all__ = ["InvalidRequestError", "InvalidRecordsError", "InvalidMessagesError"]
+
+
+class InvalidRequestError(InvalidInputError):
+    """The request body is not the JSON document the endpoint takes (position named)."""
+
+    code = "invalid_request"
+
+
+class _BatchError(InvalidInputError):
+    """A batch with bad entries; `errors` lists one mapping per problem, nothing is output."""
+
+    noun = "entries"
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        self.errors = errors
+        first = errors[0]["message"]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(f"{len(errors)} problem(s) in the {self.noun}: {first}{more}",
+                         errors=errors)
+
+
+class InvalidRecordsError(_BatchError):
+    """Encode: records that cannot be encoded; each error has `record_index` and `column`."""
+
+    code, noun = "invalid_records", "records"
+
+
+class InvalidMessagesError(_BatchError):
+    """Decode: messages that do not decode; each error has `message_index`, `part` (key or
+    value) and the byte `offset` where the problem is."""
+
+    code, noun = "invalid_messages", "messages"

@@ -1,0 +1,102 @@
+"""`SchemaResolver`: schema ids and compiled codecs, cached so steady state asks no registry.
+
+Ids are immutable, so a compiled `RecordCodec` per id is kept for the process life (bounded
+LRU). A topic's latest ids are reused for `topic_ttl` seconds, and forgotten at once when this
+service registers or deletes under the topic.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from service.core.naming import SubjectKind, subject_for
+from service.core.record_codec import RecordCodec
+from service.registry.errors import SubjectNotFoundError
+from service.registry.interface import SchemaRegistry
+from service.registry.lru import LRU
+from service.registry.model import RegisteredSchema
+
+__all__ = ["SchemaResolver", "TopicSchemas", "BoundSchema"]
+
+
+@dataclass(frozen=True, slots=True)
+class BoundSchema:
+    """A registered schema and its compiled codec."""
+
+    registered: RegisteredSchema
+    codec: RecordCodec
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSchemas:
+    """The latest key (None for a keyless table) and value schemas of a topic."""
+
+    topic: str
+    key: BoundSchema | None
+    value: BoundSchema
+
+
+class SchemaResolver:
+    """Resolves ids and topics through one registry, with caches."""
+
+    def __init__(self, registry: SchemaRegistry, *, cache_size: int, topic_ttl: float,
+                 on_cache_hit: Callable[[], None] = lambda: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._registry = registry
+        self._codecs = LRU(cache_size)
+        self._topics: dict[str, tuple[float, TopicSchemas]] = {}
+        self._ttl, self._clock, self._hit = topic_ttl, clock, on_cache_hit
+
+    async def codec(self, schema_id: int, *, key: bool = False) -> RecordCodec:
+        """The codec of a schema id (a key codec reads whole rows).
+
+        Raises:
+            SchemaNotFoundError: the registry has no such id.
+            NotFlatAvroError: the schema is not a flat-avro record.
+        """
+        cached = self._codecs.get((schema_id, key))
+        if cached is not None:
+            self._hit()
+            return cached  # type: ignore[no-any-return]
+        text = await self._registry.schema_by_id(schema_id)
+        codec = RecordCodec(json.loads(text), allow_extra=key)
+        self._codecs.put((schema_id, key), codec)
+        return codec
+
+    async def topic(self, topic: str) -> TopicSchemas:
+        """The topic's latest key and value schemas.
+
+        Raises:
+            SubjectNotFoundError: nothing is registered under the topic's value subject.
+        """
+        cached = self._topics.get(topic)
+        if cached is not None and self._clock() - cached[0] < self._ttl:
+            self._hit()
+            return cached[1]
+        value = await self._registry.get_version(subject_for(topic, SubjectKind.VALUE))
+        try:
+            key: RegisteredSchema | None = await self._registry.get_version(
+                subject_for(topic, SubjectKind.KEY))
+        except SubjectNotFoundError:
+            key = None
+        schemas = TopicSchemas(
+            topic,
+            None if key is None else BoundSchema(key, await self.codec(key.id, key=True)),
+            BoundSchema(value, await self.codec(value.id)),
+        )
+        self._topics[topic] = (self._clock(), schemas)
+        return schemas
+
+    def forget_topic(self, topic: str) -> None:
+        """Drop the cached latest ids of `topic` (after a registration or delete)."""
+        self._topics.pop(topic, None)
+
+    def forget_subject(self, subject: str) -> None:
+        """Drop every cached topic whose key or value subject is `subject`."""
+        for topic in [t for t in self._topics
+                      if subject in (subject_for(t, SubjectKind.KEY),
+                                     subject_for(t, SubjectKind.VALUE))]:
+            del self._topics[topic]
