@@ -87,12 +87,12 @@ def problem_response(request: Request, error: ServiceError, *, retry_after: int)
     """Render `error` as problem+json."""
     status = status_of(error)
     body: dict[str, Any] = {
+        **error.to_dict(),
         "type": f"urn:flatavro:problem:{error.code}",
         "title": error.code.replace("_", " ").capitalize(),
         "status": status,
         "detail": error.message,
         "instance": request.url.path,
-        **error.to_dict(),
     }
     if isinstance(error, RegistryError):
         body["registry_error_code"] = error.registry_code

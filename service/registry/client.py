@@ -142,7 +142,7 @@ class HttpSchemaRegistry:
         if cls is None:
             cls = RegistryServerError if response.status_code >= 500 else RegistryError
         return cls(f"schema registry answered {response.status_code} ({code}): {message}",
-                   status=response.status_code, error_code=code)
+                   registry_status=response.status_code, error_code=code)
 
     # -- SchemaRegistry -------------------------------------------------------------------
     async def register(self, subject: str, schema: str) -> RegisteredSchema:

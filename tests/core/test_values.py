@@ -23,7 +23,7 @@ PRECISE = SchemaOptions()
 STRINGS = SchemaOptions.from_strings(decimal_handling_mode="string",
                                      bigint_unsigned_handling_mode="string")
 
-EDGE_TABLE = table_from_ddl("""
+EDGE_DDL = """
 CREATE TABLE db.edge (
   id INT NOT NULL PRIMARY KEY,
   i_min INT, i_max INT, ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, mi MEDIUMINT UNSIGNED,
@@ -35,7 +35,8 @@ CREATE TABLE db.edge (
   s4 VARCHAR(10), txt TEXT, bin VARBINARY(8), blb BLOB, bn BINARY(3),
   e ENUM('a','b'), st SET('x','y','z'), st_empty SET('x','y'), js JSON, vec VECTOR(3),
   n_null INT
-)""")
+)"""
+EDGE_TABLE = table_from_ddl(EDGE_DDL)
 
 EDGE_ROW: dict[str, Any] = {
     "id": 1, "i_min": -2147483648, "i_max": 2147483647, "ti": -128, "tu": 255,

@@ -34,11 +34,11 @@ def free_port() -> int:
 class ServedApp:
     """A running uvicorn server around an ASGI app on an ephemeral loopback port."""
 
-    def __init__(self, app: ASGIApp, *, health_path: str = "/") -> None:
+    def __init__(self, app: ASGIApp, *, health_path: str = "/", lifespan: str = "off") -> None:
         self.port = free_port()
         self.health_path = health_path
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                lifespan="off")
+                                lifespan=lifespan, log_config=None)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
