@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench setup clean
+.PHONY: run test bench setup browser openapi clean
 
 setup: $(STAMP)
 
@@ -17,9 +17,18 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/flatavro serve
 
-test: $(STAMP)
+# Debian's Chromium, for the test that renders /docs headless (installed once, if missing).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: $(STAMP) browser
 	$(BIN)/ruff check service spark_jobs tests bench
 	$(BIN)/python -m pytest
+
+# Regenerate openapi/openapi.json from the app (a test fails when the file drifts).
+openapi: $(STAMP)
+	$(BIN)/python -m service.api.openapi_file
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.bench_row_codec

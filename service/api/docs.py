@@ -58,6 +58,7 @@ def _document(app: FastAPI) -> dict[str, Any]:
     spec = get_openapi(title=app.title, version=app.version, description=app.description,
                        routes=app.routes, tags=TAGS)
     components = spec.setdefault("components", {}).setdefault("schemas", {})
+    components["Problem"] = models.Problem.model_json_schema()
     for path in spec["paths"].values():
         for operation in path.values():
             for name in operation.pop("x-documented-models", []):

@@ -6,6 +6,7 @@ raw bytes with orjson; the models here only describe them in the OpenAPI documen
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -221,7 +222,8 @@ class CompatibilityIn(BaseModel):
     """A compatibility level."""
 
     compatibility: Literal["NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD",
-                           "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"]
+                           "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"] = Field(
+        examples=["FULL_TRANSITIVE"])
 
 
 class CompatibilityOut(BaseModel):
@@ -253,9 +255,11 @@ class Problem(BaseModel):
 
 
 def problem(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` entries for problem+json statuses."""
-    return {s: {"model": Problem, "content": {"application/problem+json": {}}}
-            for s in statuses}
+    """OpenAPI `responses` entries for problem+json statuses (422 always: request validation
+    answers problem+json too). `Problem` joins the components in `service.api.docs`."""
+    body = {"schema": {"$ref": "#/components/schemas/Problem"}}
+    return {s: {"description": HTTPStatus(s).phrase, "content": {"application/problem+json": body}}
+            for s in sorted({422, *statuses})}
 
 
 

@@ -26,8 +26,8 @@ def make_client(tmp_path: Path) -> Iterator[ClientFactory]:
     opened: list[TestClient] = []
 
     def make(**overrides: Any) -> TestClient:
-        settings = Settings(registry_db_path=str(tmp_path / "registry.sqlite"),
-                            log_level="WARNING", **overrides)
+        settings = Settings(**{"registry_db_path": str(tmp_path / "registry.sqlite"),
+                               "log_level": "WARNING", **overrides})
         client = TestClient(create_app(settings), raise_server_exceptions=False)
         opened.append(client.__enter__())
         return client

@@ -24,7 +24,7 @@ from service.api.models import (
 from service.codec.decode import decode_batch, decode_raw
 from service.codec.encode import encode_batch
 
-router = APIRouter(dependencies=[Depends(require_read)])
+router = APIRouter(dependencies=[Depends(require_read)], responses=problem(401))
 TopicPath = Annotated[str, Path(description="The Kafka topic", examples=["tidb_shop_orders"])]
 
 

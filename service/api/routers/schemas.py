@@ -18,7 +18,7 @@ from service.api.models import (
 from service.core.schema import generate_schemas
 from service.registry.tables import check_table
 
-router = APIRouter(tags=["schemas"], responses=problem(422))
+router = APIRouter(tags=["schemas"], responses=problem(401))
 _READ = [Depends(require_read)]
 
 

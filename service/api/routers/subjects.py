@@ -17,7 +17,7 @@ from service.api.models import (
 )
 from service.registry.compatibility import CompatibilityLevel
 
-router = APIRouter(tags=["registry-admin"], responses=problem(404, 422, 502, 503))
+router = APIRouter(tags=["registry-admin"], responses=problem(401, 404, 502, 503))
 _READ, _WRITE = [Depends(require_read)], [Depends(require_write)]
 SubjectPath = Annotated[str, Path(examples=["tidb_shop_orders-value"])]
 VersionPath = Annotated[str, Path(description="1, 2, ... or `latest`", examples=["latest"])]
