@@ -5,13 +5,12 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.logs import request_id
-from service.api.metrics import Metrics
 from service.api.problems import PROBLEM_JSON
 
 __all__ = ["RequestContext", "BodyLimit"]
@@ -19,11 +18,18 @@ __all__ = ["RequestContext", "BodyLimit"]
 access_log = logging.getLogger("flatavro.access")
 
 
+class RequestObserver(Protocol):
+    """What counts finished requests (`service.api.metrics.Metrics` and the app's proxy)."""
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count one request."""
+
+
 class RequestContext:
     """Gives each request an id (``X-Request-ID``, echoed back), logs one access line and
     counts it under its route template (not the raw path: topics would explode cardinality)."""
 
-    def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, *, metrics: RequestObserver) -> None:
         self.app, self.metrics = app, metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
