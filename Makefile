@@ -32,6 +32,7 @@ openapi: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.bench_row_codec
+	$(BIN)/python -m bench.bench_http
 
 clean:
 	rm -rf $(VENV) .pytest_cache

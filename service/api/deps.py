@@ -17,7 +17,7 @@ _header = APIKeyHeader(name="X-API-Key", auto_error=False,
                        description="An API key from FLATAVRO_API_KEYS")
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
     """The runtime of the app serving the request."""
     runtime: Runtime = request.app.state.runtime
     return runtime
@@ -26,14 +26,14 @@ def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-def require_write(runtime: RuntimeDep,
+async def require_write(runtime: RuntimeDep,
                   bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
                   api_key: Annotated[str | None, Security(_header)]) -> None:
     """Writes need a key when keys are configured."""
     runtime.keys.check(f"Bearer {bearer.credentials}" if bearer else None, api_key)
 
 
-def require_read(runtime: RuntimeDep,
+async def require_read(runtime: RuntimeDep,
                  bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
                  api_key: Annotated[str | None, Security(_header)]) -> None:
     """Reads need a key only with ``FLATAVRO_PROTECT_READS``."""

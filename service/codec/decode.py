@@ -20,7 +20,7 @@ from service.codec.errors import InvalidMessagesError, InvalidRequestError
 from service.codec.resolver import SchemaResolver
 from service.core.errors import FramingError
 from service.core.framing import HEADER_SIZE, unframe
-from service.core.record_codec import BodyDecodeError
+from service.core.record_codec import BodyDecodeError, RecordCodec
 from service.core.record_schema import NotFlatAvroError
 from service.registry.errors import SchemaNotFoundError
 
@@ -63,25 +63,91 @@ async def decode_batch(resolver: SchemaResolver, body: bytes) -> DecodedBatch:
     if not isinstance(messages, list):
         raise InvalidRequestError("`messages` must be a list of {key, value}",
                                   field="messages")
-    out, errors = [], []
+    frames, errors = _frames_of(messages, to_bytes)
+    codecs = await _codecs_for(resolver, frames)
+    out = []
+    for index, parts in enumerate(frames):
+        decoded: dict[str, Any] = {}
+        for part, framed in zip(("key", "value"), parts, strict=True):
+            try:
+                decoded[part], decoded[f"{part}_schema_id"] = _decode_frame(framed, codecs)
+            except _PartError as exc:
+                errors.append(_error(index, part, str(exc), exc.offset))
+        decoded["op"] = "delete" if parts[1] is None else "upsert"
+        out.append(decoded)
+    if errors:
+        errors.sort(key=lambda e: (e["message_index"], e["part"] != "key"))
+        raise InvalidMessagesError(errors)
+    return DecodedBatch(orjson.dumps({"messages": out}), len(out))
+
+
+_Framed = tuple[int, bool, bytes] | _PartError | None
+"""A part as (schema id, is key, Avro body), or why it is not a frame, or None (absent)."""
+
+
+def _frames_of(messages: list[Any], to_bytes: Callable[[str], bytes]
+               ) -> tuple[list[tuple[_Framed, _Framed]], list[dict[str, Any]]]:
+    frames: list[tuple[_Framed, _Framed]] = []
+    errors: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             errors.append(_error(index, "message", "a message must be a JSON object", None))
+            frames.append((None, None))
             continue
-        decoded: dict[str, Any] = {}
-        for part in ("key", "value"):
-            text = message.get(part)
-            try:
-                raw = None if text is None else _bytes_of(text, to_bytes)
-                decoded[part], decoded[f"{part}_schema_id"] = await _decode_part(
-                    resolver, raw, key=part == "key")
-            except _PartError as exc:
-                errors.append(_error(index, part, str(exc), exc.offset))
-        decoded["op"] = "delete" if message.get("value") is None else "upsert"
-        out.append(decoded)
-    if errors:
-        raise InvalidMessagesError(errors)
-    return DecodedBatch(orjson.dumps({"messages": out}), len(out))
+        frames.append((_frame_of(message.get("key"), to_bytes, key=True),
+                       _frame_of(message.get("value"), to_bytes, key=False)))
+    return frames, errors
+
+
+def _frame_of(text: Any, to_bytes: Callable[[str], bytes], *, key: bool) -> _Framed:
+    if text is None:
+        return None
+    try:
+        raw = _bytes_of(text, to_bytes)
+    except _PartError as exc:
+        return exc
+    return _frame_bytes(raw, key=key)
+
+
+def _frame_bytes(raw: bytes, *, key: bool) -> _Framed:
+    try:
+        schema_id, body = unframe(raw)
+    except FramingError as exc:
+        return _PartError(exc.message, exc.details.get("offset"))
+    return schema_id, key, body
+
+
+async def _codecs_for(resolver: SchemaResolver, frames: list[tuple[_Framed, _Framed]]
+                      ) -> dict[tuple[int, bool], RecordCodec | _PartError]:
+    """Each distinct (schema id, key) of the batch resolved once."""
+    wanted = {(f[0], f[1]) for parts in frames for f in parts if isinstance(f, tuple)}
+    codecs: dict[tuple[int, bool], RecordCodec | _PartError] = {}
+    for schema_id, key in wanted:
+        try:
+            codecs[schema_id, key] = await resolver.codec(schema_id, key=key)
+        except SchemaNotFoundError:
+            codecs[schema_id, key] = _PartError(
+                f"schema id {schema_id} (at offset 1) is not in the registry", 1)
+        except NotFlatAvroError as exc:
+            codecs[schema_id, key] = _PartError(f"schema id {schema_id}: {exc.message}", 1)
+    return codecs
+
+
+def _decode_frame(framed: _Framed, codecs: dict[tuple[int, bool], RecordCodec | _PartError]
+                  ) -> tuple[dict[str, Any] | None, int | None]:
+    if framed is None:
+        return None, None
+    if isinstance(framed, _PartError):
+        raise framed
+    schema_id, key, body = framed
+    codec = codecs[schema_id, key]
+    if isinstance(codec, _PartError):
+        raise codec
+    try:
+        return codec.decode(body), schema_id
+    except BodyDecodeError as exc:
+        raise _PartError(f"{exc} (at byte offset {exc.offset + HEADER_SIZE})",
+                         exc.offset + HEADER_SIZE) from exc
 
 
 async def decode_raw(resolver: SchemaResolver, raw: bytes, *, key: bool = False
@@ -92,8 +158,9 @@ async def decode_raw(resolver: SchemaResolver, raw: bytes, *, key: bool = False
         InvalidMessagesError: the message does not decode (offset named).
     """
     part = "key" if key else "value"
+    framed = _frame_bytes(raw, key=key)
     try:
-        row, schema_id = await _decode_part(resolver, raw, key=key)
+        row, schema_id = _decode_frame(framed, await _codecs_for(resolver, [(framed, None)]))
     except _PartError as exc:
         raise InvalidMessagesError([_error(0, part, str(exc), exc.offset)]) from exc
     message = {"key": None, "value": None, "key_schema_id": None, "value_schema_id": None,
@@ -108,28 +175,6 @@ def _bytes_of(text: Any, to_bytes: Callable[[str], bytes]) -> bytes:
         return to_bytes(text)
     except (binascii.Error, ValueError) as exc:
         raise _PartError(f"is not valid text in the request's encoding ({exc})", None) from exc
-
-
-async def _decode_part(resolver: SchemaResolver, raw: bytes | None, *, key: bool
-                       ) -> tuple[dict[str, Any] | None, int | None]:
-    if raw is None:
-        return None, None
-    try:
-        schema_id, body = unframe(raw)
-    except FramingError as exc:
-        raise _PartError(exc.message, exc.details.get("offset")) from exc
-    try:
-        codec = await resolver.codec(schema_id, key=key)
-    except SchemaNotFoundError as exc:
-        raise _PartError(f"schema id {schema_id} (at offset 1) is not in the registry",
-                         1) from exc
-    except NotFlatAvroError as exc:
-        raise _PartError(f"schema id {schema_id}: {exc.message}", 1) from exc
-    try:
-        return codec.decode(body), schema_id
-    except BodyDecodeError as exc:
-        raise _PartError(f"{exc} (at byte offset {exc.offset + HEADER_SIZE})",
-                         exc.offset + HEADER_SIZE) from exc
 
 
 def _error(index: int, part: str, reason: str, offset: int | None) -> dict[str, Any]:

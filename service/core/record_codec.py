@@ -23,7 +23,7 @@ from service.core.options import DecimalHandlingMode
 from service.core.record_schema import RecordField, record_layout
 from service.core.schema import EXTENSION_FIELDS
 from service.core.temporal import TemporalFormatError, normalize_temporal
-from service.core.values import Decoder, Encoder, column_codec, extension_values
+from service.core.values import Decoder, Encoder, column_codec, extension_values, identity
 
 __all__ = ["RecordCodec", "BodyDecodeError"]
 
@@ -61,7 +61,9 @@ class RecordCodec:
             (f.column.name, _prefixes(f), _fused(encode, writer_for(f.avro_type)))
             for f, encode, _ in compiled
         )
-        self._readers = tuple((f.column.name, decode) for f, _, decode in compiled)
+        # Only fields whose datum differs from the plain-JSON value need a decoder call.
+        self._readers = tuple((f.column.name, decode) for f, _, decode in compiled
+                              if decode is not identity)
         self._names = frozenset(f.column.name for f in layout.fields)
         self._allow_extra = allow_extra
         # Read decimals as their raw bytes: formatting the unscaled integer is exact and
@@ -124,22 +126,22 @@ class RecordCodec:
             raise BodyDecodeError(
                 f"{len(body) - stream.tell()} byte(s) left over after the record", stream.tell()
             )
-        assert isinstance(datum, dict)
-        row = {name: None if (v := datum[name]) is None else decode(v)
-               for name, decode in self._readers}
-        if self.extension:
-            row.update((f["name"], datum[f["name"]]) for f in EXTENSION_FIELDS)
-        return row
+        assert isinstance(datum, dict)  # a fresh dict: converted in place
+        for name, decode in self._readers:
+            value = datum[name]
+            if value is not None:
+                datum[name] = decode(value)
+        return datum
 
 
 def _codec(field: RecordField) -> tuple[Encoder, Decoder]:
     col_type = field.column.type
     if col_type.family is TypeFamily.TEMPORAL:  # fsp unknown: keep the fraction as written
         base = col_type.base
-        return (lambda v: normalize_temporal(_text_value(v), base, None)), _identity
+        return (lambda v: normalize_temporal(_text_value(v), base, None)), identity
     string_decimal = field.options.decimal_handling_mode is DecimalHandlingMode.STRING
     if col_type.family is TypeFamily.DECIMAL and string_decimal:  # scale unknown: as written
-        return (lambda v: format(decimal_from_text(_text_value(v)), "f")), _identity
+        return (lambda v: format(decimal_from_text(_text_value(v)), "f")), identity
     return column_codec(col_type, field.options)
 
 
@@ -174,5 +176,3 @@ def _text_value(value: Any) -> str:
     return value
 
 
-def _identity(value: Any) -> Any:
-    return value

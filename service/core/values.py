@@ -43,6 +43,7 @@ from service.core.temporal import TemporalFormatError, normalize_temporal
 __all__ = [
     "RowCodec",
     "column_codec",
+    "identity",
     "Encoder",
     "Decoder",
     "decimal_to_bytes",
@@ -175,9 +176,10 @@ def column_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encoder,
 
         return enc_bit, dec_bit
     if family is TypeFamily.TEMPORAL:
-        return (lambda v: normalize_temporal(_require_str(v), col_type.base, col_type.fsp)), _same
+        base, fsp = col_type.base, col_type.fsp
+        return (lambda v: normalize_temporal(_require_str(v), base, fsp)), identity
     if family is TypeFamily.TEXT:
-        return _text_encoder(col_type), _same
+        return _text_encoder(col_type), identity
     if family is TypeFamily.BLOB:
         return _blob_encoder(col_type), (lambda v: base64.b64encode(v).decode("ascii"))
     simple: dict[TypeFamily, Encoder] = {
@@ -189,11 +191,12 @@ def column_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encoder,
         TypeFamily.YEAR: lambda v: check_year(_require_int(v)),
         TypeFamily.VECTOR: _require_str,
     }
-    decoder = _float32_shortest if family is TypeFamily.FLOAT else _same
+    decoder = _float32_shortest if family is TypeFamily.FLOAT else identity
     return simple[family], decoder
 
 
-def _same(value: Any) -> Any:
+def identity(value: Any) -> Any:
+    """The decoder of types whose Avro datum already is the plain-JSON value."""
     return value
 
 
@@ -250,7 +253,7 @@ def _integer_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encode
                 return value
             return check_int(col_type, _require_int(value))
 
-        return encode_int, _same
+        return encode_int, identity
     if options.bigint_unsigned_handling_mode is BigintUnsignedHandlingMode.STRING:
         return (lambda v: str(check_int(col_type, _require_int(v)))), int
 
@@ -272,7 +275,7 @@ def _decimal_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encode
         raise _type_error("a decimal string (numbers with a fraction lose digits in JSON)", value)
 
     if options.decimal_handling_mode is DecimalHandlingMode.STRING:
-        return (lambda v: format(parse(v), "f")), _same
+        return (lambda v: format(parse(v), "f")), identity
 
     def encode_precise(value: Any) -> bytes:
         if type(value) is str and (fast := fast_unscaled(col_type, value)) is not None:
