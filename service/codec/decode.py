@@ -7,7 +7,6 @@ reported with the message index, the part and the byte offset within that part's
 
 from __future__ import annotations
 
-import base64
 import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from service.registry.errors import SchemaNotFoundError
 __all__ = ["DecodedBatch", "decode_batch", "decode_raw"]
 
 _TEXT_DECODERS: dict[str, Callable[[str], bytes]] = {
-    "base64": lambda text: base64.b64decode(text, validate=True),
+    "base64": lambda text: binascii.a2b_base64(text, strict_mode=True),
     "hex": bytes.fromhex,
 }
 
