@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from service.codec.encode import parse_json_body
+from service.codec.body import parse_json_body, text_decoder
 from service.codec.errors import InvalidMessagesError, InvalidRequestError
 from service.codec.resolver import SchemaResolver
 from service.core.errors import FramingError
@@ -24,12 +24,6 @@ from service.core.record_schema import NotFlatAvroError
 from service.registry.errors import SchemaNotFoundError
 
 __all__ = ["DecodedBatch", "decode_batch", "decode_raw"]
-
-_TEXT_DECODERS: dict[str, Callable[[str], bytes]] = {
-    "base64": lambda text: binascii.a2b_base64(text, strict_mode=True),
-    "hex": bytes.fromhex,
-}
-
 
 @dataclass(frozen=True, slots=True)
 class DecodedBatch:
@@ -53,11 +47,7 @@ async def decode_batch(resolver: SchemaResolver, body: bytes) -> DecodedBatch:
         InvalidMessagesError: one or more messages do not decode (all listed).
     """
     document = parse_json_body(body)
-    name = document.get("encoding", "base64")
-    if name not in _TEXT_DECODERS:
-        raise InvalidRequestError(f"encoding must be base64 or hex, not {name!r}",
-                                  field="encoding")
-    to_bytes = _TEXT_DECODERS[name]
+    to_bytes = text_decoder(document)
     messages = document.get("messages")
     if not isinstance(messages, list):
         raise InvalidRequestError("`messages` must be a list of {key, value}",

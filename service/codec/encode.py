@@ -8,25 +8,21 @@ the call fail with every bad record's index, column and reason, and no messages.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from service.codec.body import parse_json_body, text_encoder
 from service.codec.errors import InvalidRecordsError, InvalidRequestError
 from service.codec.resolver import SchemaResolver, TopicSchemas
 from service.core.errors import RowValidationError
 from service.core.framing import frame
 
-__all__ = ["EncodedBatch", "encode_batch", "parse_json_body", "text_encoder"]
+__all__ = ["EncodedBatch", "encode_batch"]
 
 _OPS = ("insert", "update", "delete")
-_TEXT_ENCODERS: dict[str, Callable[[bytes], str]] = {
-    "base64": lambda raw: base64.b64encode(raw).decode("ascii"),
-    "hex": bytes.hex,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,31 +32,6 @@ class EncodedBatch:
     body: bytes
     records: int
     messages: int
-
-
-def parse_json_body(body: bytes) -> dict[str, Any]:
-    """Parse a request body that must be a JSON object.
-
-    Raises:
-        InvalidRequestError: not JSON (with the character position) or not an object.
-    """
-    try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequestError(f"the body is not JSON: {exc.msg} at character {exc.pos}",
-                                  position=exc.pos) from exc
-    if not isinstance(document, dict):
-        raise InvalidRequestError("the body must be a JSON object")
-    return document
-
-
-def text_encoder(document: dict[str, Any]) -> Callable[[bytes], str]:
-    """The bytes -> text function named by the document's ``encoding`` (default base64)."""
-    name = document.get("encoding", "base64")
-    if name not in _TEXT_ENCODERS:
-        raise InvalidRequestError(f"encoding must be base64 or hex, not {name!r}",
-                                  field="encoding")
-    return _TEXT_ENCODERS[name]
 
 
 async def encode_batch(resolver: SchemaResolver, topic: str, body: bytes) -> EncodedBatch:

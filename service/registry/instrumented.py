@@ -16,11 +16,6 @@ class InstrumentedRegistry:
     def __init__(self, inner: Any, on_call: Callable[[str], None]) -> None:
         self._inner, self._on_call = inner, on_call
 
-    @property
-    def inner(self) -> Any:
-        """The wrapped registry."""
-        return self._inner
-
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._inner, name)
         if not inspect.iscoroutinefunction(attribute):
