@@ -18,7 +18,7 @@ from service.api import logs, problems
 from service.api.auth import RegistryGuard
 from service.api.docs import install_docs
 from service.api.middleware import BodyLimit, RequestContext
-from service.api.routers import codec, ops, schemas, subjects
+from service.api.routers import codec, convert, ops, schemas, subjects
 from service.api.runtime import Runtime
 from service.api.settings import Settings
 from service.codec.errors import InvalidMessagesError, InvalidRecordsError
@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="flatavro", version="0.1.0", description=DESCRIPTION,
                   lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_tags=None, separate_input_output_schemas=False)
-    for router in (schemas.router, codec.router, subjects.router, ops.router):
+    for router in (schemas.router, codec.router, convert.router, subjects.router, ops.router):
         app.include_router(router)
     problems.install(app, retry_after=settings.retry_after_seconds, on_error=_count_error)
     install_docs(app)

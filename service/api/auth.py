@@ -32,6 +32,14 @@ class ApiKeys:
         """True when keys are configured."""
         return bool(self._keys)
 
+    def allows(self, authorization: str | None, api_key: str | None) -> bool:
+        """Whether `check` would pass."""
+        try:
+            self.check(authorization, api_key)
+        except ApiKeyError:
+            return False
+        return True
+
     def check(self, authorization: str | None, api_key: str | None) -> None:
         """Pass when a configured key is presented (or none are configured).
 

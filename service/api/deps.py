@@ -10,7 +10,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from service.api.runtime import Runtime
 
-__all__ = ["RuntimeDep", "get_runtime", "require_write", "require_read"]
+__all__ = ["RuntimeDep", "get_runtime", "require_write", "require_read", "may_write"]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from FLATAVRO_API_KEYS")
 _header = APIKeyHeader(name="X-API-Key", auto_error=False,
@@ -39,3 +39,10 @@ async def require_read(runtime: RuntimeDep,
     """Reads need a key only with ``FLATAVRO_PROTECT_READS``."""
     if runtime.keys.protect_reads:
         runtime.keys.check(f"Bearer {bearer.credentials}" if bearer else None, api_key)
+
+
+async def may_write(runtime: RuntimeDep,
+                    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+                    api_key: Annotated[str | None, Security(_header)]) -> bool:
+    """Whether the request may write (for bodies that ask for a write, like register=true)."""
+    return runtime.keys.allows(f"Bearer {bearer.credentials}" if bearer else None, api_key)

@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from service.codec.errors import InvalidRequestError
+from service.codec.errors import InvalidRequestError, WriteKeyRequiredError
 from service.core.errors import InvalidInputError, ServiceError
 from service.registry.errors import (
     IncompatibleSchemaError,
@@ -69,7 +69,7 @@ STATUS: dict[type[ServiceError], int] = {
     RegistryError: 422,  # the registry refused the request (READONLY, ...): a client matter
     RegistryServerError: 502,
     RegistryUnavailableError: 503,
-    ApiKeyError: 401,
+    ApiKeyError: 401, WriteKeyRequiredError: 401,
     _MethodNotAllowed: 405,
 }
 """Error class -> HTTP status; classes not listed use their nearest listed base (else 500)."""

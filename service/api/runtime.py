@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from service.api.auth import ApiKeys
 from service.api.metrics import Metrics
 from service.api.settings import Settings
+from service.cdc.catalog import new_decoders
+from service.codec.convert import Converter
 from service.codec.resolver import SchemaResolver
 from service.core.options import SchemaOptions
 from service.core.table import Table
@@ -22,7 +24,8 @@ __all__ = ["Runtime"]
 
 @dataclass
 class Runtime:
-    """The registry (embedded or remote, instrumented), the schema resolver, metrics, keys."""
+    """The registry (embedded or remote, instrumented), the schema resolver, the protocol
+    converter, metrics, keys."""
 
     settings: Settings
     metrics: Metrics
@@ -31,6 +34,12 @@ class Runtime:
     resolver: SchemaResolver
     embedded: EmbeddedRegistry | None
     remote: HttpSchemaRegistry | None
+    converter: Converter = field(init=False)
+
+    def __post_init__(self) -> None:
+        decoders = new_decoders(
+            schema_cache_size=self.settings.simple_schema_cache_size)
+        self.converter = Converter(self.resolver, self.register_table, decoders)
 
     @classmethod
     def start(cls, settings: Settings) -> Runtime:

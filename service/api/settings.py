@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     protect_reads: bool = Field(False, description="Reads need an API key too")
     max_body_bytes: int = Field(16 << 20, gt=0)
     schema_cache_size: int = Field(10_000, gt=0, description="Parsed schemas kept by id")
+    simple_schema_cache_size: int = Field(
+        1024, gt=0, description="Simple protocol table schemas kept by (schema, table, version)")
     topic_cache_seconds: float = Field(
         30.0, ge=0, description="How long a topic's latest schema ids are reused")
     retry_after_seconds: int = Field(5, ge=1, description="Retry-After when the registry is down")

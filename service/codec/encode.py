@@ -17,8 +17,8 @@ import orjson
 from service.codec.body import parse_json_body, text_encoder
 from service.codec.errors import InvalidRecordsError, InvalidRequestError
 from service.codec.resolver import SchemaResolver, TopicSchemas
+from service.codec.writer import ChangeWriter
 from service.core.errors import RowValidationError
-from service.core.framing import frame
 
 __all__ = ["EncodedBatch", "encode_batch"]
 
@@ -76,42 +76,20 @@ class _RecordShapeError(ValueError):
 
 
 class _BatchWriter:
-    """Accumulates the messages of one batch (prefixes framed once per batch)."""
+    """Accumulates the messages of one batch."""
 
     def __init__(self, schemas: TopicSchemas, to_text: Callable[[bytes], str]) -> None:
         self.messages: list[dict[str, Any]] = []
-        self._key = schemas.key.codec if schemas.key else None
-        self._value = schemas.value.codec
-        self._key_prefix = frame(schemas.key.registered.id, b"") if schemas.key else b""
-        self._value_prefix = frame(schemas.value.registered.id, b"")
+        self._changes = ChangeWriter(schemas)
         self._text = to_text
 
     def add(self, index: int, record: Any) -> None:
         op, row, old_row, commit_ts = _fields_of(record)
-        if op == "delete":
-            self._emit(index, self._key_bytes(old_row or row), None)
-            return
-        key = self._key_bytes(row)
-        if op == "update" and old_row is not None and self._key is not None:
-            old_key = self._key_bytes(old_row)
-            if old_key != key:  # the key changed: DELETE(old key) + INSERT(new row)
-                value = self._value.encode(row, update=False, commit_ts=commit_ts)
-                self._emit(index, old_key, None)
-                self._emit(index, key, value)
-                return
-        self._emit(index, key, self._value.encode(row, update=op == "update",
-                                                  commit_ts=commit_ts))
-
-    def _key_bytes(self, row: dict[str, Any]) -> bytes | None:
-        return None if self._key is None else self._key.encode(row)
-
-    def _emit(self, index: int, key: bytes | None, value: bytes | None) -> None:
         text = self._text
-        self.messages.append({
-            "key": None if key is None else text(self._key_prefix + key),
-            "value": None if value is None else text(self._value_prefix + value),
-            "record_index": index,
-        })
+        for _, key, value in self._changes.write(op, row, old_row, commit_ts):
+            self.messages.append({"key": None if key is None else text(key),
+                                  "value": None if value is None else text(value),
+                                  "record_index": index})
 
 
 def _fields_of(record: Any) -> tuple[str, dict[str, Any], dict[str, Any] | None, int]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.core.errors import InvalidInputError
+from service.core.errors import InvalidInputError, ServiceError
 
-__all__ = ["InvalidRequestError", "InvalidRecordsError", "InvalidMessagesError"]
+__all__ = ["InvalidRequestError", "InvalidRecordsError", "InvalidMessagesError",
+           "UnconvertibleMessagesError", "WriteKeyRequiredError"]
 
 
 class InvalidRequestError(InvalidInputError):
@@ -39,3 +40,16 @@ class InvalidMessagesError(_BatchError):
     value) and the byte `offset` where the problem is."""
 
     code, noun = "invalid_messages", "messages"
+
+
+class UnconvertibleMessagesError(_BatchError):
+    """Convert: TiCDC messages that cannot be converted; each error has `message_index` and,
+    where they apply, `column`, `field` and the byte `offset`. Nothing of the batch is output."""
+
+    code, noun = "unconvertible_messages", "messages"
+
+
+class WriteKeyRequiredError(ServiceError):
+    """``register=true`` asks for a registry write without a valid API key."""
+
+    code = "unauthorized"

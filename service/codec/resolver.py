@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from service.core.lru import LRU
 from service.core.naming import SubjectKind, subject_for
 from service.core.record_codec import RecordCodec
 from service.registry.errors import SubjectNotFoundError
 from service.registry.interface import SchemaRegistry
-from service.registry.lru import LRU
 from service.registry.model import RegisteredSchema
 
 __all__ = ["SchemaResolver", "TopicSchemas", "BoundSchema"]

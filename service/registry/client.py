@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import httpx
 
+from service.core.lru import LRU
 from service.registry.canonical import canonical_schema
 from service.registry.compatibility import (
     CompatibilityLevel,
@@ -30,7 +31,6 @@ from service.registry.errors import (
     RegistryUnavailableError,
 )
 from service.registry.interface import VersionSpec
-from service.registry.lru import LRU
 from service.registry.model import RegisteredSchema, RegistryMode
 
 __all__ = ["RegistryClientConfig", "HttpSchemaRegistry"]

@@ -1,0 +1,134 @@
+"""Request and response models of ``POST /v1/convert/{protocol}``, with one example per
+protocol (taken from the TiCDC documents in ``../shared/seeds``)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.api.models import OptionsModel
+from service.codec.convert import ConvertInput
+
+__all__ = ["ConvertRequest", "ConvertResponse", "CONVERT_EXAMPLES"]
+
+
+class SourceMessageIn(BaseModel):
+    """One TiCDC Kafka message: key and value as text (``encoding`` says how)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str | None = None
+    value: str | None = None
+
+
+class ConvertRequest(BaseModel):
+    """TiCDC messages of one protocol, in the order they were consumed."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    messages: list[SourceMessageIn]
+    encoding: Literal["utf-8", "base64"] = Field(
+        "utf-8", description="How keys and values are written: UTF-8 text (JSON protocols) "
+                             "or base64 (any bytes; the Open Protocol's binary framing)")
+    topic: str = Field("tidb_{schema}_{table}", description="Topic rule or literal topic")
+    register_: bool = Field(
+        False, alias="register",
+        description="Register missing schemas (needs an API key when keys are configured)")
+    options: OptionsModel = Field(default_factory=OptionsModel,
+                                  description="Schema options used when registering")
+
+    def to_input(self) -> ConvertInput:
+        """As the converter's input."""
+        return ConvertInput([(m.key, m.value) for m in self.messages], self.encoding,
+                            self.topic, self.register_, self.options.schema_options())
+
+
+class ConvertedMessage(BaseModel):
+    """One flat-avro Kafka message (base64 Confluent frames; value null = tombstone)."""
+
+    topic: str
+    key: str | None
+    value: str | None
+    key_schema_id: int | None
+    value_schema_id: int
+    op: Literal["insert", "update", "delete"]
+    commit_ts: int
+    source_index: int = Field(description="The input message that produced it")
+
+
+class SkippedEvent(BaseModel):
+    """An event that produces no flat-avro message (DDL, watermark/resolved, bootstrap)."""
+
+    source_index: int
+    kind: Literal["ddl", "watermark", "bootstrap"]
+    schema_: str | None = Field(alias="schema")
+    table: str | None
+    commit_ts: int
+    reason: str
+
+
+class PendingEvent(BaseModel):
+    """A Simple-protocol row change whose table schema version is not known yet."""
+
+    source_index: int
+    schema_: str = Field(alias="schema")
+    table: str
+    schema_version: int
+    reason: str
+
+
+class ConvertResponse(BaseModel):
+    """The converted messages in input order, and what was skipped or is pending."""
+
+    messages: list[ConvertedMessage]
+    skipped: list[SkippedEvent]
+    pending: list[PendingEvent]
+
+
+def _open_protocol_example() -> dict[str, Any]:
+    key = orjson.dumps({"ts": 415508878783938562, "scm": "test", "tbl": "t1", "t": 1})
+    value = orjson.dumps({"u": {"id": {"t": 3, "h": True, "f": 11, "v": 1},
+                                "val": {"t": 15, "f": 64, "v": "aa"}}})
+    framed_key = (1).to_bytes(8, "big") + len(key).to_bytes(8, "big") + key
+    framed_value = len(value).to_bytes(8, "big") + value
+    return {"messages": [{"key": base64.b64encode(framed_key).decode(),
+                          "value": base64.b64encode(framed_value).decode()}],
+            "encoding": "base64", "topic": "tidb_{schema}_{table}", "register": False}
+
+
+_CANAL = {"id": 0, "database": "test", "table": "tp_int", "pkNames": ["id"], "isDdl": False,
+          "type": "INSERT", "es": 1639633141221, "ts": 1639633142960, "sql": "",
+          "sqlType": {"id": 4, "c_int": 4}, "mysqlType": {"id": "int", "c_int": "int"},
+          "data": [{"id": "2", "c_int": "2147483647"}], "old": None,
+          "_tidb": {"commitTs": 429918007904436226}}
+_SIMPLE_SCHEMA = {"schema": "simple", "table": "user", "tableID": 148,
+                  "version": 447984074911121426,
+                  "columns": [{"name": "id", "dataType": {"mysqlType": "int", "charset": "binary",
+                                                          "collate": "binary", "length": 11},
+                               "nullable": False, "default": None},
+                              {"name": "name", "dataType": {"mysqlType": "varchar",
+                                                            "charset": "utf8mb4",
+                                                            "collate": "utf8mb4_bin",
+                                                            "length": 255},
+                               "nullable": True, "default": None}],
+                  "indexes": [{"name": "primary", "unique": True, "primary": True,
+                               "nullable": False, "columns": ["id"]}]}
+_SIMPLE = [{"version": 1, "type": "BOOTSTRAP", "commitTs": 0, "buildTs": 1708924603278,
+            "tableSchema": _SIMPLE_SCHEMA},
+           {"version": 1, "database": "simple", "table": "user", "tableID": 148,
+            "type": "INSERT", "commitTs": 447984084414103554, "buildTs": 1708923662983,
+            "schemaVersion": 447984074911121426, "data": {"id": "1", "name": "John Doe"}}]
+
+CONVERT_EXAMPLES: dict[str, dict[str, Any]] = {
+    "canal-json": {"summary": "Canal-JSON: an INSERT (register the table on first use)",
+                   "value": {"messages": [{"value": orjson.dumps(_CANAL).decode()}],
+                             "encoding": "utf-8", "register": True}},
+    "open-protocol": {"summary": "Open Protocol: one row event, binary framing in base64",
+                      "value": _open_protocol_example()},
+    "simple": {"summary": "Simple protocol: BOOTSTRAP then INSERT",
+               "value": {"messages": [{"value": orjson.dumps(m).decode()} for m in _SIMPLE],
+                         "encoding": "utf-8", "register": True}},
+}

@@ -1,0 +1,1 @@
+"""TiCDC's other protocols (Canal-JSON, Open Protocol, Simple) decoded into `ChangeEvent`s."""

@@ -1,0 +1,176 @@
+"""The Canal-JSON decoder: one Kafka message (one JSON object) -> its events.
+
+``isDdl: true`` is a DDL event; ``type: TIDB_WATERMARK`` a watermark (``_tidb.watermarkTs``);
+otherwise ``type`` is INSERT, UPDATE or DELETE and every row of ``data`` is one change: an
+UPDATE pairs ``data[i]`` with ``old[i]`` (which may hold only the changed columns: the others
+are taken from ``data[i]``), a DELETE's row is ``data[i]``. The commit ts is
+``_tidb.commitTs``; without the extension it is ``es << 18`` (the commit's physical
+milliseconds, logical part 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from service.cdc.canal_json.columns import column_type, derive_definition
+from service.cdc.canal_json.values import typed_value
+from service.cdc.errors import MessageFormatError
+from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, SourceMessage
+from service.core.table import ColumnType
+
+__all__ = ["Decoder"]
+
+_ROW_KINDS = {"INSERT": EventKind.INSERT, "UPDATE": EventKind.UPDATE,
+              "DELETE": EventKind.DELETE}
+
+
+class Decoder:
+    """Decodes Canal-JSON messages (stateless)."""
+
+    def __init__(self, *, schema_cache_size: int = 0) -> None:
+        del schema_cache_size  # no state: every DML message carries its column types
+
+    def decode(self, message: SourceMessage) -> DecodedMessage:
+        """The events of one Canal-JSON message.
+
+        Raises:
+            MessageFormatError: malformed JSON, missing fields, unknown types, values that
+                do not parse as their column type, ``old`` rows that do not pair with
+                ``data``.
+        """
+        document = _document(message.value)
+        extension = document.get("_tidb") or {}
+        if not isinstance(extension, dict):
+            raise MessageFormatError("`_tidb` must be an object", field="_tidb")
+        if document.get("isDdl") is True:
+            return DecodedMessage([ChangeEvent(
+                EventKind.DDL, _text(document, "database") or None,
+                _text(document, "table") or None, _commit_ts(document, extension),
+                message.index, query=_text(document, "sql"))])
+        kind = document.get("type")
+        if kind == "TIDB_WATERMARK":
+            return DecodedMessage([ChangeEvent(
+                EventKind.WATERMARK, None, None, _tso(extension, "watermarkTs", "_tidb"),
+                message.index)])
+        if kind not in _ROW_KINDS:
+            raise MessageFormatError(f"unknown event type {kind!r}", field="type")
+        if extension.get("onlyHandleKey") or extension.get("claimCheckLocation"):
+            raise MessageFormatError(
+                "the message carries only the handle key (large-message handling "
+                "`onlyHandleKey`/`claimCheckLocation`); the row is not in it and cannot be "
+                "converted", field="_tidb")
+        return DecodedMessage(_rows(message.index, _ROW_KINDS[kind], document,
+                                    _commit_ts(document, extension)))
+
+
+def _document(value: bytes | None) -> dict[str, Any]:
+    if not value:
+        raise MessageFormatError("a Canal-JSON message needs a value", part="value")
+    try:
+        document = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise MessageFormatError(f"the value is not JSON ({exc.msg} at character {exc.pos})",
+                                 part="value", position=exc.pos) from exc
+    if not isinstance(document, dict):
+        raise MessageFormatError("the value is not a JSON object", part="value")
+    return document
+
+
+def _text(document: dict[str, Any], field: str) -> str:
+    value = document.get(field) or ""
+    if not isinstance(value, str):
+        raise MessageFormatError(f"`{field}` must be a string", field=field)
+    return value
+
+
+def _tso(document: dict[str, Any], field: str, where: str) -> int:
+    value = document.get(field)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 63:
+        raise MessageFormatError(f"`{where}.{field}` must be a TSO (an integer >= 0)",
+                                 field=f"{where}/{field}")
+    return value
+
+
+def _commit_ts(document: dict[str, Any], extension: dict[str, Any]) -> int:
+    if "commitTs" in extension:
+        return _tso(extension, "commitTs", "_tidb")
+    if document.get("es") is None:
+        return 0
+    return _tso(document, "es", "message") << 18
+
+
+def _rows(index: int, kind: EventKind, document: dict[str, Any], commit_ts: int
+          ) -> list[ChangeEvent]:
+    schema, table = _text(document, "database"), _text(document, "table")
+    if not schema or not table:
+        raise MessageFormatError("a DML message needs `database` and `table`",
+                                 field="database" if not schema else "table")
+    data = _row_list(document, "data")
+    old = _row_list(document, "old") if kind is EventKind.UPDATE else []
+    if kind is EventKind.UPDATE and len(old) != len(data):
+        raise MessageFormatError(f"`old` has {len(old)} row(s) but `data` {len(data)}; an "
+                                 f"UPDATE pairs them by position", field="old")
+    mysql_types, sql_types = _mapping(document, "mysqlType"), document.get("sqlType") or {}
+    pk_names = document.get("pkNames") or []
+    if not isinstance(pk_names, list) or not all(isinstance(n, str) for n in pk_names):
+        raise MessageFormatError("`pkNames` must be a list of column names", field="pkNames")
+    events = []
+    for position, row in enumerate(data):
+        types, missing = _types(row, mysql_types, sql_types, f"data/{position}")
+        after = _typed(row, types, f"data/{position}")
+        if kind is EventKind.DELETE:
+            events.append(ChangeEvent(kind, schema, table, commit_ts, index, old_row=after))
+            continue
+        before = None
+        if kind is EventKind.UPDATE:
+            before = _old_row(old[position], after, types, position)
+        definition = derive_definition(schema, table, types, missing, pk_names)
+        events.append(ChangeEvent(kind, schema, table, commit_ts, index, row=after,
+                                  old_row=before, definition=definition))
+    return events
+
+
+def _row_list(document: dict[str, Any], field: str) -> list[dict[str, Any]]:
+    rows = document.get(field)
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise MessageFormatError(f"`{field}` must be a non-empty list of row objects",
+                                 field=field)
+    return rows
+
+
+def _mapping(document: dict[str, Any], field: str) -> dict[str, Any]:
+    value = document.get(field)
+    if not isinstance(value, dict):
+        raise MessageFormatError(f"a DML message needs `{field}`, an object by column",
+                                 field=field)
+    return value
+
+
+def _types(row: dict[str, Any], mysql_types: dict[str, Any], sql_types: Any, where: str
+           ) -> tuple[dict[str, ColumnType], dict[str, str]]:
+    types: dict[str, ColumnType] = {}
+    missing: dict[str, str] = {}
+    for column in row:
+        sql_type = sql_types.get(column) if isinstance(sql_types, dict) else None
+        types[column], fact = column_type(column, mysql_types.get(column), sql_type)
+        if fact is not None:
+            missing[column] = fact
+    return types, missing
+
+
+def _typed(row: dict[str, Any], types: dict[str, ColumnType], where: str) -> dict[str, Any]:
+    return {column: typed_value(column, types[column], value, f"{where}/{column}")
+            for column, value in row.items()}
+
+
+def _old_row(old: dict[str, Any], after: dict[str, Any], types: dict[str, ColumnType],
+             position: int) -> dict[str, Any]:
+    unknown = [c for c in old if c not in types]
+    if unknown:
+        raise MessageFormatError(f"column `{unknown[0]}` is in `old` but not in `data`",
+                                 column=unknown[0], field=f"old/{position}/{unknown[0]}")
+    changed = _typed(old, types, f"old/{position}")
+    return {column: changed.get(column, value) if column in old else value
+            for column, value in after.items()}

@@ -1,0 +1,5 @@
+"""TiCDC Simple protocol (JSON): BOOTSTRAP/DDL table schemas, DML by schema version, WATERMARK."""
+
+from service.cdc.simple.decoder import Decoder
+
+__all__ = ["Decoder"]

@@ -1,0 +1,302 @@
+"""Batch convert: TiCDC Canal-JSON / Open Protocol / Simple messages -> flat-avro messages.
+
+Each message is decoded into protocol-neutral `ChangeEvent`s; row changes are encoded as an
+``avro`` changefeed would have written them (FLAT_AVRO.md §8) under the topic the rule gives,
+and DDL, watermark/resolved and bootstrap events are reported as skipped. A batch converts
+whole or not at all: every message that cannot be converted is listed (index, field, column,
+byte offset) and nothing is output or registered. The registered schema of a topic wins over
+what a message implies; with ``register`` the table is registered on first use (and an exact
+Simple ``TableSchema`` that differs from the latest version is registered as a new one).
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from service.cdc.catalog import Protocol
+from service.cdc.definition import TableDefinition
+from service.cdc.errors import MessageFormatError
+from service.cdc.events import ChangeEvent, EventKind, Pending, SourceMessage
+from service.cdc.interface import ProtocolDecoder
+from service.cdc.plain import RowMapper
+from service.codec.errors import UnconvertibleMessagesError, WriteKeyRequiredError
+from service.codec.resolver import BoundSchema, SchemaResolver, TopicSchemas
+from service.codec.writer import ChangeWriter, Framed
+from service.core.errors import InvalidInputError, RowValidationError
+from service.core.naming import SubjectKind, parse_topic_rule, subject_for
+from service.core.options import SchemaOptions
+from service.core.record_codec import RecordCodec
+from service.core.record_schema import record_layout
+from service.core.schema import SchemaPair, generate_schemas
+from service.core.table import Table
+from service.registry.errors import SubjectNotFoundError
+from service.registry.model import RegisteredSchema
+from service.registry.tables import TableRegistration
+
+__all__ = ["ConvertInput", "Converter", "Registrar"]
+
+Registrar = Callable[[Table, SchemaOptions, str], Awaitable[TableRegistration]]
+"""Registers a table's schemas under a topic (and forgets the topic's cached ids)."""
+
+_SKIP_REASONS = {
+    EventKind.DDL: "a DDL event produces no flat-avro message",
+    EventKind.WATERMARK: "a watermark/resolved event produces no flat-avro message",
+    EventKind.BOOTSTRAP: "a BOOTSTRAP event carries a table schema (kept for later DML), "
+                         "no row",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertInput:
+    """A convert request: the messages (text as sent), how they are encoded, the topic rule,
+    whether to register missing schemas, and the schema options used when registering."""
+
+    messages: list[tuple[str | None, str | None]]
+    encoding: str
+    topic_rule: str
+    register: bool
+    options: SchemaOptions
+
+
+class _TargetError(InvalidInputError):
+    """Why the events of one topic cannot be given a schema."""
+
+    code = "no_schema"
+
+
+@dataclass(slots=True)
+class _Target:
+    """Where a group of events goes: the topic's schemas (ids 0 until registered) and the
+    table to register first, if any."""
+
+    schemas: TopicSchemas
+    mapper: RowMapper
+    register: Table | None = None
+
+
+class Converter:
+    """Converts batches of one protocol's messages; holds one decoder per protocol."""
+
+    def __init__(self, resolver: SchemaResolver, registrar: Registrar,
+                 decoders: Mapping[Protocol, ProtocolDecoder]) -> None:
+        self._resolver, self._registrar, self._decoders = resolver, registrar, decoders
+        self._mappers: dict[str, RowMapper] = {}
+
+    async def convert(self, protocol: Protocol, request: ConvertInput, *,
+                      may_register: bool) -> dict[str, Any]:
+        """Convert a batch; the result is the response body (messages, skipped, pending).
+
+        Raises:
+            WriteKeyRequiredError: ``register`` without write permission.
+            InvalidTopicRuleError: the topic rule breaks the naming policy.
+            UnconvertibleMessagesError: every message that cannot be converted, listed.
+            IncompatibleSchemaError, TopicBindingError: a registration was refused.
+        """
+        if request.register and not may_register:
+            raise WriteKeyRequiredError("register=true registers schemas: it needs an API "
+                                        "key (Authorization: Bearer <key> or X-API-Key)")
+        rule = parse_topic_rule(request.topic_rule)
+        events, skipped, pending, errors = self._decode(protocol, request)
+        topics = [rule.expand(e.schema or "", e.table or "") for e in events]
+        targets, target_of = await self._targets(events, topics, request, errors)
+        plain = self._check(events, targets, target_of, errors)
+        if errors:
+            failed = sorted({e["message_index"] for e in errors})
+            errors.sort(key=lambda e: e["message_index"])
+            for error in errors:
+                error["message"] = f"message {error['message_index']}: {error['message']}"
+            raise UnconvertibleMessagesError(errors, failed_messages=failed, converted=0)
+        for target in targets.values():
+            if target.register is not None:
+                done = await self._registrar(target.register, request.options,
+                                             target.schemas.topic)
+                target.schemas = _registered(target.schemas, done)
+        messages = self._encode(events, plain, targets, target_of)
+        return {"messages": messages, "skipped": skipped,
+                "pending": [p.to_json() for p in pending]}
+
+    def _decode(self, protocol: Protocol, request: ConvertInput
+                ) -> tuple[list[ChangeEvent], list[dict[str, Any]], list[Pending],
+                           list[dict[str, Any]]]:
+        decoder = self._decoders[protocol]
+        events: list[ChangeEvent] = []
+        skipped: list[dict[str, Any]] = []
+        pending: list[Pending] = []
+        errors: list[dict[str, Any]] = []
+        for index, (key, value) in enumerate(request.messages):
+            try:
+                source = SourceMessage(index, _bytes(key, request.encoding, "key"),
+                                       _bytes(value, request.encoding, "value"))
+                decoded = decoder.decode(source)
+            except MessageFormatError as exc:
+                errors.append(dict(exc.to_dict(), message_index=index))
+                continue
+            if decoded.pending is not None:
+                pending.append(decoded.pending)
+            for event in decoded.events:
+                if event.kind.is_row:
+                    events.append(event)
+                else:
+                    skipped.append(_skipped(event))
+        return events, skipped, pending, errors
+
+    async def _targets(self, events: list[ChangeEvent], topics: list[str],
+                       request: ConvertInput, errors: list[dict[str, Any]]
+                       ) -> tuple[dict[Any, _Target], list[Any]]:
+        """Each event's target, resolved once per (topic, exact table version)."""
+        first_definition: dict[str, TableDefinition] = {}
+        for event, topic in zip(events, topics, strict=True):
+            if event.definition is not None:
+                first_definition.setdefault(topic, event.definition)
+        targets: dict[Any, _Target] = {}
+        failed: dict[Any, dict[str, Any]] = {}
+        target_of: list[Any] = []
+        for event, topic in zip(events, topics, strict=True):
+            definition = event.definition or first_definition.get(topic)
+            exact = definition is not None and definition.exact
+            group = (topic, definition.version if exact and definition else None)
+            target_of.append(group)
+            if group in targets:
+                continue
+            if group in failed:
+                failed[group].setdefault("affected_messages", []).append(event.source_index)
+                continue
+            try:
+                targets[group] = await self._target(topic, definition, request)
+            except InvalidInputError as exc:
+                failed[group] = dict(exc.to_dict(), message_index=event.source_index,
+                                     topic=topic)
+                errors.append(failed[group])
+        return targets, target_of
+
+    async def _target(self, topic: str, definition: TableDefinition | None,
+                      request: ConvertInput) -> _Target:
+        registered = await self._latest(topic)
+        options = request.options
+        if registered is not None:
+            if request.register and definition is not None and definition.exact:
+                table = definition.to_table(options)
+                pair = generate_schemas(table, options)
+                if not _same(pair, registered):
+                    return self._unregistered(topic, table, pair)
+            return _Target(registered, self._mapper(registered.value.registered))
+        if not request.register:
+            raise _TargetError(
+                f"topic {topic} has no registered schema (subject "
+                f"{subject_for(topic, SubjectKind.VALUE)}); register the table first "
+                f"(POST /v1/tables/register) or send register=true", topic=topic)
+        if definition is None:
+            raise _TargetError(
+                f"topic {topic} has no registered schema and the batch carries no table "
+                f"definition for it (a key-only DELETE); register the table first "
+                f"(POST /v1/tables/register)", topic=topic)
+        table = definition.to_table(options)
+        return self._unregistered(topic, table, generate_schemas(table, options))
+
+    def _unregistered(self, topic: str, table: Table, pair: SchemaPair) -> _Target:
+        def bound(kind: SubjectKind, schema: dict[str, Any]) -> BoundSchema:
+            text = json.dumps(schema, ensure_ascii=False)
+            return BoundSchema(RegisteredSchema(subject_for(topic, kind), 0, 0, text),
+                               RecordCodec(schema, allow_extra=kind is SubjectKind.KEY))
+
+        key = None if pair.key_schema is None else bound(SubjectKind.KEY, pair.key_schema)
+        value = bound(SubjectKind.VALUE, pair.value_schema)
+        return _Target(TopicSchemas(topic, key, value), RowMapper(record_layout(
+            pair.value_schema)), register=table)
+
+    async def _latest(self, topic: str) -> TopicSchemas | None:
+        try:
+            return await self._resolver.topic(topic)
+        except SubjectNotFoundError:
+            return None
+
+    def _mapper(self, registered: RegisteredSchema) -> RowMapper:
+        mapper = self._mappers.get(registered.schema)
+        if mapper is None:
+            if len(self._mappers) >= 1024:
+                self._mappers.clear()
+            mapper = RowMapper(record_layout(json.loads(registered.schema)))
+            self._mappers[registered.schema] = mapper
+        return mapper
+
+    def _check(self, events: list[ChangeEvent], targets: dict[Any, _Target],
+               target_of: list[Any], errors: list[dict[str, Any]]
+               ) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None] | None]:
+        """Map every event onto its target and encode it once, so that all errors are found
+        before anything is registered; returns the plain rows."""
+        plain: list[tuple[dict[str, Any] | None, dict[str, Any] | None] | None] = []
+        writers = {group: ChangeWriter(t.schemas) for group, t in targets.items()}
+        for event, group in zip(events, target_of, strict=True):
+            target = targets.get(group)
+            if target is None:
+                plain.append(None)
+                continue
+            try:
+                row = None if event.row is None else target.mapper.to_plain(
+                    event.row, complete=True)
+                old = None if event.old_row is None else target.mapper.to_plain(
+                    event.old_row, complete=False)
+                writers[group].write(event.kind.value, row, old, event.commit_ts)
+            except RowValidationError as exc:
+                errors.extend(dict(e.to_dict(), message_index=event.source_index)
+                              for e in exc.errors)
+                plain.append(None)
+                continue
+            plain.append((row, old))
+        return plain
+
+    def _encode(self, events: list[ChangeEvent], plain: list[Any],
+                targets: dict[Any, _Target], target_of: list[Any]) -> list[dict[str, Any]]:
+        writers = {group: ChangeWriter(t.schemas) for group, t in targets.items()}
+        out: list[dict[str, Any]] = []
+        for event, group, (row, old) in zip(events, target_of, plain, strict=True):
+            schemas = targets[group].schemas
+            framed = writers[group].write(event.kind.value, row, old, event.commit_ts)
+            out.extend(_message(schemas, event, f) for f in framed)
+        return out
+
+
+def _bytes(text: str | None, encoding: str, part: str) -> bytes | None:
+    if text is None:
+        return None
+    if encoding == "utf-8":
+        return text.encode("utf-8", "surrogatepass")
+    try:
+        return binascii.a2b_base64(text, strict_mode=True)
+    except binascii.Error as exc:
+        raise MessageFormatError(f"the {part} is not valid base64 ({exc})", part=part,
+                                 field=part) from exc
+
+
+def _skipped(event: ChangeEvent) -> dict[str, Any]:
+    return {"source_index": event.source_index, "kind": event.kind.value,
+            "schema": event.schema, "table": event.table, "commit_ts": event.commit_ts,
+            "reason": _SKIP_REASONS[event.kind]}
+
+
+def _same(pair: SchemaPair, registered: TopicSchemas) -> bool:
+    key = None if registered.key is None else json.loads(registered.key.registered.schema)
+    return (pair.value_schema == json.loads(registered.value.registered.schema)
+            and pair.key_schema == key)
+
+
+def _registered(schemas: TopicSchemas, done: TableRegistration) -> TopicSchemas:
+    key = None
+    if schemas.key is not None and done.key is not None:
+        key = BoundSchema(done.key, schemas.key.codec)
+    return TopicSchemas(schemas.topic, key, BoundSchema(done.value, schemas.value.codec))
+
+
+def _message(schemas: TopicSchemas, event: ChangeEvent, framed: Framed) -> dict[str, Any]:
+    op, key, value = framed
+    return {"topic": schemas.topic,
+            "key": None if key is None else binascii.b2a_base64(key, newline=False).decode(),
+            "value": None if value is None else binascii.b2a_base64(
+                value, newline=False).decode(),
+            "key_schema_id": None if schemas.key is None else schemas.key.registered.id,
+            "value_schema_id": schemas.value.registered.id,
+            "op": op, "commit_ts": event.commit_ts, "source_index": event.source_index}
