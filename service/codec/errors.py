@@ -21,12 +21,12 @@ class _BatchError(InvalidInputError):
 
     noun = "entries"
 
-    def __init__(self, errors: list[dict[str, Any]]) -> None:
+    def __init__(self, errors: list[dict[str, Any]], **details: Any) -> None:
         self.errors = errors
         first = errors[0]["message"]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         super().__init__(f"{len(errors)} problem(s) in the {self.noun}: {first}{more}",
-                         errors=errors)
+                         errors=errors, **details)
 
 
 class InvalidRecordsError(_BatchError):
