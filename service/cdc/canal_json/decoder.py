@@ -50,6 +50,8 @@ class Decoder:
                 _text(document, "table") or None, _commit_ts(document, extension),
                 message.index, query=_text(document, "sql"))])
         kind = document.get("type")
+        if not isinstance(kind, str):
+            raise MessageFormatError("`type` must be a string", field="type")
         if kind == "TIDB_WATERMARK":
             return DecodedMessage([ChangeEvent(
                 EventKind.WATERMARK, None, None, _tso(extension, "watermarkTs", "_tidb"),

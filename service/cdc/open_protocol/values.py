@@ -77,7 +77,7 @@ def _string_family(column: str, code: int, flags: int | None, value: str) -> Any
 def _base64(column: str, value: str) -> bytes:
     try:
         return base64.b64decode(value, validate=True)
-    except binascii.Error as exc:
+    except (binascii.Error, ValueError) as exc:  # ValueError: non-ASCII text
         raise MessageFormatError(f"column `{column}`: the value is not base64 ({exc})",
                                  column=column, field=f"{column}/v") from exc
 

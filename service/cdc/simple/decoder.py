@@ -42,6 +42,8 @@ class Decoder:
         """
         document = _document(message.value)
         kind = document.get("type")
+        if not isinstance(kind, str):
+            raise MessageFormatError("`type` must be a string", field="type")
         commit_ts = _tso(document, "commitTs")
         if kind == "WATERMARK":
             return DecodedMessage([ChangeEvent(EventKind.WATERMARK, None, None, commit_ts,
