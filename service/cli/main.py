@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from service.cli import schema_cmd, serve_cmd
+from service.cli import convert_cmd, schema_cmd, serve_cmd
 from service.core.errors import ServiceError
 
 __all__ = ["main", "build_parser"]
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      parser_class=_OneLineParser)
     schema_cmd.register(commands)
     serve_cmd.register(commands)
+    convert_cmd.register(commands)
     return parser
 
 

@@ -18,7 +18,7 @@ from service.core.schema import (
 )
 from service.core.table_json import table_from_json_text
 
-__all__ = ["register"]
+__all__ = ["register", "add_schema_options", "schema_options"]
 
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -38,15 +38,32 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
                         help="a CREATE TABLE statement ('-' for stdin)")
     gen.add_argument("--schema", dest="default_schema", metavar="DB",
                      help="database name for DDL that does not qualify the table")
-    gen.add_argument("--enable-tidb-extension", action="store_true",
-                     help="append _tidb_op, _tidb_commit_ts, _tidb_commit_physical_time")
-    gen.add_argument("--decimal-handling-mode", choices=[m.value for m in DecimalHandlingMode],
-                     default=DecimalHandlingMode.PRECISE.value)
-    gen.add_argument("--bigint-unsigned-handling-mode",
-                     choices=[m.value for m in BigintUnsignedHandlingMode],
-                     default=BigintUnsignedHandlingMode.LONG.value)
-    gen.add_argument("--namespace", default="default", help="namespace prefix (default: default)")
+    add_schema_options(gen)
     gen.set_defaults(handler=_generate)
+
+
+def add_schema_options(parser: argparse.ArgumentParser) -> None:
+    """The schema option flags (TiCDC's avro sink options), shared by the commands."""
+    parser.add_argument("--enable-tidb-extension", action="store_true",
+                        help="append _tidb_op, _tidb_commit_ts, _tidb_commit_physical_time")
+    parser.add_argument("--decimal-handling-mode",
+                        choices=[m.value for m in DecimalHandlingMode],
+                        default=DecimalHandlingMode.PRECISE.value)
+    parser.add_argument("--bigint-unsigned-handling-mode",
+                        choices=[m.value for m in BigintUnsignedHandlingMode],
+                        default=BigintUnsignedHandlingMode.LONG.value)
+    parser.add_argument("--namespace", default="default",
+                        help="namespace prefix (default: default)")
+
+
+def schema_options(args: argparse.Namespace) -> SchemaOptions:
+    """The `SchemaOptions` the schema option flags give."""
+    return SchemaOptions(
+        enable_tidb_extension=args.enable_tidb_extension,
+        decimal_handling_mode=DecimalHandlingMode(args.decimal_handling_mode),
+        bigint_unsigned_handling_mode=BigintUnsignedHandlingMode(args.bigint_unsigned_handling_mode),
+        namespace=args.namespace,
+    )
 
 
 def _read(path: str) -> str:
@@ -67,12 +84,7 @@ def _generate(args: argparse.Namespace) -> int:
         table = table_from_json_text(_read(args.table))
     else:
         table = table_from_ddl(_read(args.ddl), schema=args.default_schema)
-    options = SchemaOptions(
-        enable_tidb_extension=args.enable_tidb_extension,
-        decimal_handling_mode=DecimalHandlingMode(args.decimal_handling_mode),
-        bigint_unsigned_handling_mode=BigintUnsignedHandlingMode(args.bigint_unsigned_handling_mode),
-        namespace=args.namespace,
-    )
+    options = schema_options(args)
     pair = generate_schemas(table, options)
     out = {"key_schema": pair.key_schema, "value_schema": pair.value_schema}
     sys.stdout.buffer.write(orjson.dumps(out, option=orjson.OPT_INDENT_2) + b"\n")

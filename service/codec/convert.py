@@ -105,7 +105,8 @@ class Converter:
         targets, target_of = await self._targets(events, topics, request, errors)
         plain = self._check(events, targets, target_of, errors)
         if errors:
-            failed = sorted({e["message_index"] for e in errors})
+            failed = sorted({e["message_index"] for e in errors}
+                            | {i for e in errors for i in e.get("affected_messages", ())})
             errors.sort(key=lambda e: e["message_index"])
             for error in errors:
                 error["message"] = f"message {error['message_index']}: {error['message']}"
@@ -188,7 +189,7 @@ class Converter:
             raise _TargetError(
                 f"topic {topic} has no registered schema (subject "
                 f"{subject_for(topic, SubjectKind.VALUE)}); register the table first "
-                f"(POST /v1/tables/register) or send register=true", topic=topic)
+                f"(POST /v1/tables/register) or convert with register=true", topic=topic)
         if definition is None:
             raise _TargetError(
                 f"topic {topic} has no registered schema and the batch carries no table "

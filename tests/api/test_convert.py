@@ -1,0 +1,124 @@
+"""``POST /v1/convert/{protocol}`` over HTTP: the README's curl example on a real socket,
+whole-batch refusal naming message index / byte offset / column, auth for register=true,
+pending and skipped events."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import httpx
+import orjson
+from fastapi.testclient import TestClient
+
+from service.api.convert_models import CONVERT_EXAMPLES
+from tests.api.conftest import KEY, ClientFactory
+from tests.registry.conftest import ServedApp
+
+CANAL: dict[str, Any] = CONVERT_EXAMPLES["canal-json"]["value"]
+CANAL_MESSAGE = orjson.loads(CANAL["messages"][0]["value"])
+TP_INT_DDL = "CREATE TABLE test.tp_int (id INT PRIMARY KEY, c_int INT)"
+
+
+def canal(**changes: Any) -> dict[str, str]:
+    return {"value": orjson.dumps(CANAL_MESSAGE | changes).decode()}
+
+
+def test_readme_curl_example_over_a_socket(served: ServedApp) -> None:
+    with httpx.Client(base_url=served.url, timeout=10) as http:
+        done = http.post("/v1/convert/canal-json", json=CANAL)
+        assert done.status_code == 200, done.text
+        [message] = done.json()["messages"]
+        assert message["topic"] == "tidb_test_tp_int" and message["op"] == "insert"
+        decoded = http.post("/v1/decode", json={"messages": [
+            {"key": message["key"], "value": message["value"]}]}).json()["messages"][0]
+    assert decoded["key"] == {"id": 2}
+    assert decoded["value"] == {"id": 2, "c_int": 2147483647}
+
+
+def test_every_bad_message_is_named_and_nothing_is_converted(client: TestClient) -> None:
+    client.post("/v1/tables/register", json={"ddl": TP_INT_DDL})
+    bad_value = canal(data=[{"id": "3", "c_int": "twelve"}])
+    response = client.post("/v1/convert/canal-json", json={"messages": [
+        canal(), {"value": "{not json"}, bad_value, canal(data=[{"id": "4", "c_nope": "1"}])]})
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["code"] == "unconvertible_messages"
+    assert problem["failed_messages"] == [1, 2, 3] and problem["converted"] == 0
+    by_index = {e["message_index"]: e for e in problem["errors"]}
+    assert by_index[1]["code"] == "invalid_cdc_message" and by_index[1]["position"] == 1
+    assert by_index[2]["column"] == "c_int" and by_index[2]["field"] == "data/0/c_int"
+    assert by_index[3]["column"] == "c_nope"
+
+
+def _open_protocol(key: bytes, value: bytes) -> dict[str, Any]:
+    return {"messages": [{"key": base64.b64encode(key).decode(),
+                          "value": base64.b64encode(value).decode()}], "encoding": "base64"}
+
+
+def test_open_protocol_framing_errors_name_the_byte_offset(client: TestClient) -> None:
+    event = b'{"ts":1,"t":3}'
+    good_key = (1).to_bytes(8, "big") + len(event).to_bytes(8, "big") + event
+    cases = {
+        "past the buffer": (good_key[:-3], b"", 8),
+        "version 2": ((2).to_bytes(8, "big") + good_key[8:], b"", 0),
+        "cut length": (good_key + b"\x00\x00", b"", 30),
+    }
+    for why, (key, value, offset) in cases.items():
+        response = client.post("/v1/convert/open-protocol", json=_open_protocol(key, value))
+        assert response.status_code == 422, why
+        [error] = response.json()["errors"]
+        assert (error["message_index"], error["part"], error["offset"]) == (0, "key", offset), \
+            why
+    unpaired = _open_protocol(good_key + good_key[8:], (0).to_bytes(8, "big"))
+    [error] = client.post("/v1/convert/open-protocol", json=unpaired).json()["errors"]
+    assert error["part"] == "value" and "pair by position" in error["message"]
+
+
+def test_register_needs_a_write_key(make_client: ClientFactory) -> None:
+    client = make_client(api_keys=KEY)
+    refused = client.post("/v1/convert/canal-json", json=CANAL)
+    assert refused.status_code == 401 and refused.json()["code"] == "unauthorized"
+    allowed = client.post("/v1/convert/canal-json", json=CANAL, headers={"X-API-Key": KEY})
+    assert allowed.status_code == 200
+    read_only = client.post("/v1/convert/canal-json", json=CANAL | {"register": False})
+    assert read_only.status_code == 200  # registered now: no write needed
+
+
+def test_unregistered_topic_without_register(client: TestClient) -> None:
+    response = client.post("/v1/convert/canal-json", json=CANAL | {"register": False})
+    assert response.status_code == 422
+    [error] = response.json()["errors"]
+    assert error["code"] == "no_schema" and error["topic"] == "tidb_test_tp_int"
+
+
+def test_the_registered_schema_wins(client: TestClient) -> None:
+    ddl = "CREATE TABLE test.t (id INT PRIMARY KEY, d DECIMAL(12,2), e ENUM('x','y'))"
+    assert client.post("/v1/tables/register", json={"ddl": ddl}).status_code == 200
+    message = {"database": "test", "table": "t", "isDdl": False, "type": "INSERT",
+               "pkNames": ["id"], "mysqlType": {"id": "int", "d": "decimal", "e": "enum"},
+               "data": [{"id": "1", "d": "10.50", "e": "2"}], "old": None, "es": 1}
+    response = client.post("/v1/convert/canal-json", json={
+        "messages": [{"value": orjson.dumps(message).decode()}], "register": True})
+    assert response.status_code == 200, response.text
+    [converted] = response.json()["messages"]
+    decoded = client.post("/v1/decode", json={"messages": [converted]}).json()["messages"][0]
+    assert decoded["value"] == {"id": 1, "d": "10.50", "e": "y"}
+
+
+def test_simple_pending_and_skipped(client: TestClient) -> None:
+    [bootstrap, insert] = CONVERT_EXAMPLES["simple"]["value"]["messages"]
+    first = client.post("/v1/convert/simple", json={"messages": [insert], "register": True})
+    assert first.status_code == 200
+    assert first.json()["messages"] == []
+    [pending] = first.json()["pending"]
+    assert pending["source_index"] == 0 and "not known yet" in pending["reason"]
+    second = client.post("/v1/convert/simple",
+                         json={"messages": [bootstrap, insert], "register": True}).json()
+    assert [m["source_index"] for m in second["messages"]] == [1]
+    assert second["skipped"][0]["kind"] == "bootstrap"
+
+
+def test_unknown_protocol_is_refused(client: TestClient) -> None:
+    response = client.post("/v1/convert/avro", json=CANAL)
+    assert response.status_code == 422

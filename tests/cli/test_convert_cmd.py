@@ -1,0 +1,58 @@
+"""The installed ``flatavro convert`` command: NDJSON in, NDJSON out, honest exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from service.api.convert_models import CONVERT_EXAMPLES
+from tests.cdc.conftest import frame_open_protocol
+from tests.cli.test_schema_cmd import run
+
+
+def _ndjson(path: Path, messages: list[dict[str, str | None]]) -> str:
+    path.write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
+    return str(path)
+
+
+def test_canal_json_to_ndjson(tmp_path: Path) -> None:
+    source = _ndjson(tmp_path / "in.ndjson", CONVERT_EXAMPLES["canal-json"]["value"]["messages"])
+    registry = str(tmp_path / "r.sqlite")
+    refused = run("convert", "--protocol", "canal-json", "--registry-file", registry, source)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "[unconvertible_messages]" in refused.stderr and "register" in refused.stderr
+    done = run("convert", "--protocol", "canal-json", "--registry-file", registry,
+               "--register", "--enable-tidb-extension", source)
+    assert done.returncode == 0, done.stderr
+    [line] = done.stdout.splitlines()
+    message = json.loads(line)
+    assert message["topic"] == "tidb_test_tp_int" and message["value_schema_id"] == 2
+
+
+def test_open_protocol_lines_in_base64(tmp_path: Path) -> None:
+    key, value = frame_open_protocol(
+        ['{"ts":415508881418485761,"scm":"test","tbl":"t1","t":1}', '{"ts":1,"t":3}'],
+        ['{"u":{"id":{"t":3,"h":true,"f":10,"v":4},"val":{"t":15,"f":64,"v":"ee"}}}', ""])
+    source = _ndjson(tmp_path / "in.ndjson", [{"key": key, "value": value}])
+    done = run("convert", "--protocol", "open-protocol", "--encoding", "base64",
+               "--registry-file", str(tmp_path / "r.sqlite"), "--register", source)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(x)["op"] for x in done.stdout.splitlines()] == ["insert"]
+    assert json.loads(done.stderr.splitlines()[0])["skipped"]["kind"] == "watermark"
+
+
+def test_pending_rows_exit_3(tmp_path: Path) -> None:
+    insert = CONVERT_EXAMPLES["simple"]["value"]["messages"][1]
+    source = _ndjson(tmp_path / "in.ndjson", [insert])
+    done = run("convert", "--protocol", "simple", "--registry-file",
+               str(tmp_path / "r.sqlite"), source)
+    assert done.returncode == 3 and done.stdout == ""
+    assert json.loads(done.stderr)["pending"]["schema_version"] == 447984074911121426
+
+
+def test_a_bad_input_line_is_named(tmp_path: Path) -> None:
+    source = tmp_path / "in.ndjson"
+    source.write_text('{"value": "{}"}\n[1]\n', encoding="utf-8")
+    done = run("convert", "--protocol", "simple", "--registry-file",
+               str(tmp_path / "r.sqlite"), str(source))
+    assert done.returncode == 2 and done.stdout == "" and "line 2" in done.stderr
