@@ -70,5 +70,6 @@ def typed_value(column: str, column_type: ColumnType, value: Any, field: str) ->
         return parse(value)
     except ValueError as exc:
         raise MessageFormatError(
-            f"column `{column}`: {value[:40]!r} is not a {column_type.base.value.upper()} "
-            f"value ({exc})", column=column, field=field) from exc
+            f"column `{column}`: {value[:40]!r} is not a valid "
+            f"{column_type.base.value.upper()} value ({exc})", column=column,
+            field=field) from exc

@@ -87,6 +87,6 @@ def typed_value(column: str, column_type: ColumnType, value: Any, field: str) ->
         return _PARSERS.get(column_type.family, _string)(value)
     except ValueError as exc:
         raise MessageFormatError(
-            f"column `{column}`: {str(value)[:40]!r} is not a "
+            f"column `{column}`: {str(value)[:40]!r} is not a valid "
             f"{column_type.base.value.upper()} value ({exc})", column=column,
             field=field) from exc
