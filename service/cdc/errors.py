@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
+
 from service.core.errors import InvalidInputError
 
-__all__ = ["MessageFormatError"]
+__all__ = ["MessageFormatError", "json_object_value"]
 
 
 class MessageFormatError(InvalidInputError):
@@ -16,3 +20,21 @@ class MessageFormatError(InvalidInputError):
     """
 
     code = "invalid_cdc_message"
+
+
+def json_object_value(value: bytes | None, protocol: str) -> dict[str, Any]:
+    """The JSON object a JSON protocol's message value holds.
+
+    Raises:
+        MessageFormatError: no value, not JSON (with the character position), not an object.
+    """
+    if not value:
+        raise MessageFormatError(f"a {protocol} message needs a value", part="value")
+    try:
+        document = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise MessageFormatError(f"the value is not JSON ({exc.msg} at character {exc.pos})",
+                                 part="value", position=exc.pos) from exc
+    if not isinstance(document, dict):
+        raise MessageFormatError("the value is not a JSON object", part="value")
+    return document

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from service.cdc.canal_json.columns import column_type, derive_definition
 from service.cdc.canal_json.values import typed_value
-from service.cdc.errors import MessageFormatError
+from service.cdc.errors import MessageFormatError, json_object_value
 from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, SourceMessage
 from service.core.table import ColumnType
 
@@ -68,16 +66,7 @@ class Decoder:
 
 
 def _document(value: bytes | None) -> dict[str, Any]:
-    if not value:
-        raise MessageFormatError("a Canal-JSON message needs a value", part="value")
-    try:
-        document = orjson.loads(value)
-    except orjson.JSONDecodeError as exc:
-        raise MessageFormatError(f"the value is not JSON ({exc.msg} at character {exc.pos})",
-                                 part="value", position=exc.pos) from exc
-    if not isinstance(document, dict):
-        raise MessageFormatError("the value is not a JSON object", part="value")
-    return document
+    return json_object_value(value, "Canal-JSON")
 
 
 def _text(document: dict[str, Any], field: str) -> str:
@@ -120,7 +109,7 @@ def _rows(index: int, kind: EventKind, document: dict[str, Any], commit_ts: int
         raise MessageFormatError("`pkNames` must be a list of column names", field="pkNames")
     events = []
     for position, row in enumerate(data):
-        types, missing = _types(row, mysql_types, sql_types, f"data/{position}")
+        types, missing = _types(row, mysql_types, sql_types)
         after = _typed(row, types, f"data/{position}")
         if kind is EventKind.DELETE:
             events.append(ChangeEvent(kind, schema, table, commit_ts, index, old_row=after))
@@ -150,7 +139,7 @@ def _mapping(document: dict[str, Any], field: str) -> dict[str, Any]:
     return value
 
 
-def _types(row: dict[str, Any], mysql_types: dict[str, Any], sql_types: Any, where: str
+def _types(row: dict[str, Any], mysql_types: dict[str, Any], sql_types: Any
            ) -> tuple[dict[str, ColumnType], dict[str, str]]:
     types: dict[str, ColumnType] = {}
     missing: dict[str, str] = {}

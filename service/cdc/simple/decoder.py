@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from service.cdc.definition import TableDefinition
-from service.cdc.errors import MessageFormatError
+from service.cdc.errors import MessageFormatError, json_object_value
 from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, Pending, SourceMessage
 from service.cdc.simple.columns import SchemaCache, parse_table_schema
 from service.cdc.simple.values import typed_value
@@ -100,15 +98,7 @@ class Decoder:
 
 
 def _document(value: bytes | None) -> dict[str, Any]:
-    if not value:
-        raise MessageFormatError("a Simple protocol message needs a value", part="value")
-    try:
-        document = orjson.loads(value)
-    except orjson.JSONDecodeError as exc:
-        raise MessageFormatError(f"the value is not JSON ({exc.msg} at character {exc.pos})",
-                                 part="value", position=exc.pos) from exc
-    if not isinstance(document, dict):
-        raise MessageFormatError("the value is not a JSON object", part="value")
+    document = json_object_value(value, "Simple protocol")
     if document.get("version") != PROTOCOL_VERSION:
         raise MessageFormatError(f"protocol version {document.get('version')!r}; only 1 is "
                                  f"defined", field="version")
