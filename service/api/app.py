@@ -21,7 +21,11 @@ from service.api.middleware import BodyLimit, RequestContext
 from service.api.routers import codec, convert, ops, schemas, subjects
 from service.api.runtime import Runtime
 from service.api.settings import Settings
-from service.codec.errors import InvalidMessagesError, InvalidRecordsError
+from service.codec.errors import (
+    InvalidMessagesError,
+    InvalidRecordsError,
+    UnconvertibleMessagesError,
+)
 from service.core.errors import ServiceError
 from service.registry.embedded.rest import create_registry_app
 
@@ -81,7 +85,8 @@ async def _embedded_registry(scope: Scope, receive: Receive, send: Send) -> None
 
 
 def _count_error(request: Request, error: ServiceError) -> None:
-    direction = {InvalidRecordsError: "encode", InvalidMessagesError: "decode"}.get(
+    direction = {InvalidRecordsError: "encode", InvalidMessagesError: "decode",
+                 UnconvertibleMessagesError: "convert"}.get(
         type(error))
     if direction:
         request.app.state.runtime.metrics.record_errors.labels(direction).inc()

@@ -30,6 +30,9 @@ BLOB_CODES = frozenset({249, 250, 251, 252})
 _INT_CODES = frozenset({1, 2, 3, 8, 9, 13, 16, 247, 248})
 _FLOAT_CODES = frozenset({4, 5})
 _STRING_CODES = frozenset({7, 10, 11, 12, 14, 225, 245, 246})
+_NULL_CODE = 6  # a NULL-typed column: only ever null
+_KNOWN_CODES = _INT_CODES | _FLOAT_CODES | _STRING_CODES | TEXT_CODES | BLOB_CODES | {
+    _NULL_CODE}
 
 
 def typed_value(column: str, code: int, flags: int | None, value: Any) -> Any:
@@ -39,6 +42,9 @@ def typed_value(column: str, code: int, flags: int | None, value: Any) -> Any:
         MessageFormatError: the value is not what its type code says (the error names the
             column and the code).
     """
+    if code not in _KNOWN_CODES:
+        raise MessageFormatError(f"column `{column}`: unknown column type code {code}",
+                                 column=column, field=f"{column}/t")
     if value is None:
         return None
     if code in _INT_CODES:
@@ -55,8 +61,8 @@ def typed_value(column: str, code: int, flags: int | None, value: Any) -> Any:
         return value
     if code in TEXT_CODES or code in BLOB_CODES:
         return _string_family(column, code, flags, value)
-    raise MessageFormatError(f"column `{column}`: unknown column type code {code}",
-                             column=column, field=f"{column}/t")
+    raise MessageFormatError(f"column `{column}`: type code {code} (NULL) with a value",
+                             column=column, field=f"{column}/v")
 
 
 def _string_family(column: str, code: int, flags: int | None, value: str) -> Any:
