@@ -1,12 +1,19 @@
-# One-command set-up and run on a fresh machine: only python3 (>= 3.11) is assumed.
+# One-command set-up and run on a fresh machine: python3 (>= 3.11), Java 17 and Maven are
+# assumed; the JVM parts come from Maven Central into .cache/jvm (deploy/jvm/fetch.sh).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+JARS := .cache/jvm/.fetched
 
-.PHONY: run test bench setup browser openapi clean
+.PHONY: run test bench demo setup browser openapi clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(JARS)
+
+# spark-avro / spark-sql-kafka at the pyspark version, and a Kafka broker (re-used if present).
+$(JARS): $(STAMP) deploy/jvm/spark-pom.xml deploy/jvm/kafka-pom.xml deploy/jvm/fetch.sh
+	PYTHON=$(BIN)/python deploy/jvm/fetch.sh all
+	touch $(JARS)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,7 +21,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(STAMP) $(JARS)
 	$(BIN)/flatavro serve
 
 # Debian's Chromium, for the test that renders /docs headless (installed once, if missing).
@@ -22,7 +29,7 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) browser
+test: $(STAMP) $(JARS) browser
 	$(BIN)/ruff check service spark_jobs tests bench
 	$(BIN)/python -m pytest
 
@@ -30,9 +37,9 @@ test: $(STAMP) browser
 openapi: $(STAMP)
 	$(BIN)/python -m service.api.openapi_file
 
-bench: $(STAMP)
+bench: $(STAMP) $(JARS)
 	$(BIN)/python -m bench.bench_row_codec
 	$(BIN)/python -m bench.bench_http
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .cache

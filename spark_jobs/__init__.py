@@ -1,1 +1,1 @@
-"""Companion Spark jobs that bulk-read flat-avro topics with Spark's built-in from_avro."""
+"""Spark jobs that bulk-read flat-avro topics with Spark's built-in ``from_avro``."""

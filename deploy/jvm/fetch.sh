@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Fetch the JVM parts from Maven Central with Maven into a git-ignored cache (re-used when
+# present):
+#   $CACHE/spark/  spark-avro_2.13 + spark-sql-kafka-0-10_2.13 at exactly the installed
+#                  pyspark version, with the runtime dependencies pyspark does not ship
+#                  (given to Spark through spark.jars);
+#   $CACHE/kafka/  kafka_2.13 and a log4j binding: a KRaft broker for deploy/kafka/kafka.sh.
+# Usage: deploy/jvm/fetch.sh [spark|kafka|all]   (CACHE: $FLATAVRO_JVM_CACHE or .cache/jvm)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+python=${PYTHON:-$root/.venv/bin/python}
+cache=${FLATAVRO_JVM_CACHE:-$root/.cache/jvm}
+what=${1:-all}
+
+# $1 name, $2 pom, $3 stamp text, rest: extra Maven properties
+fetch() {
+    local name=$1 pom=$2 stamp=$3
+    shift 3
+    local dir="$cache/$name"
+    if [[ -f "$dir/.stamp" && "$(cat "$dir/.stamp")" == "$stamp" ]]; then
+        return 0
+    fi
+    echo "fetching $name jars ($stamp) from Maven Central into $dir" >&2
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    mvn -q -B -s "$here/settings.xml" -f "$here/$pom" "$@" \
+        dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir.tmp" >&2
+    echo "$stamp" > "$dir.tmp/.stamp"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+}
+
+if [[ $what == spark || $what == all ]]; then
+    spark_version=$("$python" -c 'import pyspark; print(pyspark.__version__)')
+    pyspark_jars=$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+    fetch spark spark-pom.xml "spark $spark_version" -Dspark.version="$spark_version"
+    # Keep only what pyspark lacks: two copies of a library on the classpath is a conflict.
+    for jar in "$cache/spark"/*.jar; do
+        artifact=$(basename "$jar" | sed -E 's/-[0-9][^-]*(-[A-Za-z0-9.]+)?\.jar$//')
+        if compgen -G "$pyspark_jars/$artifact-[0-9]*.jar" > /dev/null; then
+            rm -f "$jar"
+        fi
+    done
+fi
+if [[ $what == kafka || $what == all ]]; then
+    kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/kafka-pom.xml")
+    fetch kafka kafka-pom.xml "kafka $kafka_version"
+fi

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Start or stop a single-node KRaft Kafka broker from the Maven Central jars.
+#   deploy/kafka/kafka.sh start DATA_DIR PORT CONTROLLER_PORT   formats DATA_DIR (first time),
+#       starts the broker on 127.0.0.1:PORT, waits until it answers, prints its PID
+#   deploy/kafka/kafka.sh stop DATA_DIR                         stops it cleanly (SIGTERM)
+# The jars come from deploy/jvm/fetch.sh kafka (fetched when missing).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cache=${FLATAVRO_JVM_CACHE:-$root/.cache/jvm}
+python=${PYTHON:-$root/.venv/bin/python}
+command=${1:?usage: kafka.sh start DATA_DIR PORT CONTROLLER_PORT | stop DATA_DIR}
+data=${2:?DATA_DIR missing}
+mkdir -p "$data"
+data=$(cd "$data" && pwd)
+
+case $command in
+start)
+    port=${3:?PORT missing}
+    controller=${4:?CONTROLLER_PORT missing}
+    "$root/deploy/jvm/fetch.sh" kafka
+    sed -e "s|@PORT@|$port|g" -e "s|@CONTROLLER_PORT@|$controller|g" -e "s|@DATA_DIR@|$data|g" \
+        "$here/server.properties.template" > "$data/server.properties"
+    classpath="$cache/kafka/*"
+    java_opts=(-Xms256m -Xmx512m -Dkafka.logs.dir="$data" -Dlog4j.configuration="file:$here/log4j.properties")
+    if [[ ! -f "$data/log/meta.properties" ]]; then
+        cluster=$(java -cp "$classpath" "${java_opts[@]}" kafka.tools.StorageTool random-uuid)
+        java -cp "$classpath" "${java_opts[@]}" kafka.tools.StorageTool format \
+            -t "$cluster" -c "$data/server.properties" > "$data/format.log" 2>&1
+    fi
+    nohup java -cp "$classpath" "${java_opts[@]}" kafka.Kafka "$data/server.properties" \
+        > "$data/stdout.log" 2>&1 &
+    pid=$!
+    echo "$pid" > "$data/kafka.pid"
+    # Ready when a metadata request through the PLAINTEXT listener lists the broker.
+    if ! "$python" - "$port" "$pid" <<'PY'
+import os, sys, time
+from confluent_kafka.admin import AdminClient
+port, pid = sys.argv[1], int(sys.argv[2])
+admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
+deadline = time.monotonic() + 90
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit("the broker exited during start-up")
+    try:
+        if admin.list_topics(timeout=2).brokers:
+            sys.exit(0)
+    except Exception:
+        time.sleep(0.5)
+sys.exit("the broker did not answer within 90 s")
+PY
+    then
+        kill "$pid" 2>/dev/null || true
+        echo "kafka.sh: the broker did not start; see $data/stdout.log and $data/server.log" >&2
+        tail -20 "$data/stdout.log" >&2 || true
+        exit 1
+    fi
+    echo "$pid"
+    ;;
+stop)
+    [[ -f "$data/kafka.pid" ]] || exit 0
+    pid=$(cat "$data/kafka.pid")
+    if kill "$pid" 2>/dev/null; then
+        for _ in $(seq 1 120); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.25
+        done
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$data/kafka.pid"
+    ;;
+*)
+    echo "usage: kafka.sh start DATA_DIR PORT CONTROLLER_PORT | stop DATA_DIR" >&2
+    exit 2
+    ;;
+esac

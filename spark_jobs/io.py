@@ -1,0 +1,90 @@
+"""Reading the topic (Kafka batch or a Parquet dump) and writing Parquet whole or not at all."""
+
+from __future__ import annotations
+
+import uuid
+
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_jobs.config import JobConfig
+from spark_jobs.errors import JobError
+from spark_jobs.transforms import KAFKA_COLUMNS
+
+__all__ = ["check_topic", "read_source", "require_absent", "write_parquet"]
+
+_KAFKA_TIMEOUT_MS = "20000"
+
+
+def check_topic(config: JobConfig, *, timeout: float = 15.0) -> None:
+    """Fail fast when the broker is down or the topic does not exist.
+
+    Raises:
+        JobError: naming the bootstrap servers or the topic.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": config.bootstrap_servers, "log_level": 0})
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except Exception as exc:  # KafkaException: the broker did not answer in time
+        raise JobError(f"the Kafka broker at {config.bootstrap_servers} does not answer "
+                       f"({exc})") from exc
+    if config.topic not in metadata.topics:
+        raise JobError(f"topic {config.topic} does not exist at {config.bootstrap_servers}")
+
+
+def read_source(spark: SparkSession, config: JobConfig) -> DataFrame:
+    """The raw messages with the Kafka source's columns.
+
+    Raises:
+        JobError: a dump without the ``value`` column (or another Kafka column).
+    """
+    if config.input is not None:
+        df = spark.read.parquet(config.input)
+        missing = [c for c in KAFKA_COLUMNS if c not in df.columns and c != "topic"]
+        if missing:
+            raise JobError(f"the dump {config.input} lacks column(s) {', '.join(missing)}; "
+                           f"it needs the Kafka source's {', '.join(KAFKA_COLUMNS)}")
+        return df
+    return (spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", str(config.bootstrap_servers))
+            .option("subscribe", config.topic)
+            .option("startingOffsets", config.starting_offsets)
+            .option("endingOffsets", config.ending_offsets)
+            .option("kafka.request.timeout.ms", _KAFKA_TIMEOUT_MS)
+            .option("kafka.default.api.timeout.ms", _KAFKA_TIMEOUT_MS)
+            .load())
+
+
+def _fs_and_path(spark: SparkSession, path: str):  # type: ignore[no-untyped-def]
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    return hadoop_path.getFileSystem(conf), hadoop_path, jvm
+
+
+def require_absent(spark: SparkSession, path: str, overwrite: bool) -> None:
+    """Refuse an existing output unless `overwrite`.
+
+    Raises:
+        JobError: the path exists.
+    """
+    fs, hadoop_path, _ = _fs_and_path(spark, path)
+    if fs.exists(hadoop_path) and not overwrite:
+        raise JobError(f"the output {path} exists; pass --overwrite to replace it")
+
+
+def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> None:
+    """Write `df` to a temporary sibling, then move it into place: a failed job leaves no
+    output that looks complete."""
+    fs, target, jvm = _fs_and_path(spark, path)
+    staging = f"{path.rstrip('/')}.tmp-{uuid.uuid4().hex}"
+    try:
+        df.write.mode("error").parquet(staging)
+    except BaseException:
+        fs.delete(jvm.org.apache.hadoop.fs.Path(staging), True)
+        raise
+    if fs.exists(target):
+        fs.delete(target, True)
+    if not fs.rename(jvm.org.apache.hadoop.fs.Path(staging), target):
+        raise JobError(f"cannot move {staging} to {path}")

@@ -1,0 +1,107 @@
+"""Pure DataFrame -> DataFrame steps: Confluent frames in Spark SQL, from_avro per writer id,
+typed output, dead letters, the latest state per key. No Python per row.
+
+Frame layout (FLAT_AVRO.md §10, `service.core.framing`): byte 0 the magic byte 0, bytes 1-4
+the schema id (big-endian), the Avro body from byte 5.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.avro.functions import from_avro
+
+from service.core.framing import HEADER_SIZE, MAGIC_BYTE
+from spark_jobs.config import Mode
+from spark_jobs.schemas import SubjectSchemas, TopicSchemas
+
+__all__ = ["with_frames", "frame_problem", "decode", "dead_letters", "latest_state",
+           "KAFKA_COLUMNS"]
+
+KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
+
+
+def with_frames(df: DataFrame) -> DataFrame:
+    """Add ``_{part}_magic``, ``_{part}_id`` and ``_{part}_body`` for key and value."""
+    for part in ("key", "value"):
+        raw = F.col(part)
+        df = df.withColumn(f"_{part}_magic", F.when(F.length(raw) >= 1, F.substring(raw, 1, 1)))
+        df = df.withColumn(f"_{part}_id", F.when(
+            F.length(raw) >= HEADER_SIZE,
+            F.conv(F.hex(F.substring(raw, 2, 4)), 16, 10).cast("long")))
+        df = df.withColumn(f"_{part}_body", F.expr(
+            f"substring({part}, {HEADER_SIZE + 1}, length({part}) - {HEADER_SIZE})"))
+    return df
+
+
+def _part_problem(part: str, subject: SubjectSchemas | None) -> Column:
+    raw = F.col(part)
+    magic = F.lit(bytes([MAGIC_BYTE]))
+    checks = F.when(raw.isNull(), F.lit(None)).when(
+        F.length(raw) < HEADER_SIZE,
+        F.concat(F.lit(f"{part}: shorter than the {HEADER_SIZE}-byte header (")
+                 , F.length(raw).cast("string"), F.lit(" bytes)"))).when(
+        F.col(f"_{part}_magic") != magic,
+        F.concat(F.lit(f"{part}: wrong magic byte 0x"), F.hex(F.col(f"_{part}_magic")),
+                 F.lit(" at offset 0")))
+    known = list(subject.by_id) if subject else []
+    if known:
+        checks = checks.when(~F.col(f"_{part}_id").isin(known), F.concat(
+            F.lit(f"{part}: unknown schema id "), F.col(f"_{part}_id").cast("string"),
+            F.lit(f" (not a version of {subject.subject})" if subject else "")))
+    else:
+        checks = checks.when(F.lit(True), F.lit(f"{part}: the topic has no {part} schema"))
+    return checks
+
+
+def frame_problem(schemas: TopicSchemas) -> Column:
+    """Why a framed row cannot be decoded (null when it can): magic byte, header, unknown id."""
+    return F.coalesce(_part_problem("key", schemas.key), _part_problem("value", schemas.value))
+
+
+def _decoded(part: str, subject: SubjectSchemas, mode: Mode) -> Column:
+    options = {"avroSchema": subject.latest, "mode": mode.name}
+    body, schema_id = F.col(f"_{part}_body"), F.col(f"_{part}_id")
+    expr = None
+    for writer_id, writer in subject.by_id.items():  # each id's rows with its writer schema
+        branch = from_avro(body, writer, options)
+        expr = (F.when(schema_id == writer_id, branch) if expr is None
+                else expr.when(schema_id == writer_id, branch))
+    assert expr is not None
+    return F.when(F.col(part).isNotNull(), expr)
+
+
+def decode(df: DataFrame, schemas: TopicSchemas, mode: Mode) -> DataFrame:
+    """Typed rows: the value's columns (key columns filled from the key for tombstones),
+    ``_op`` (upsert/delete), ``_partition``, ``_offset``, ``_timestamp``, and
+    ``_undecoded`` (permissive mode: a body that did not decode, now null)."""
+    df = df.withColumn("_v", _decoded("value", schemas.value, mode))
+    undecoded = F.col("_v").isNull() & F.col("value").isNotNull()
+    key_fields: list[str] = []
+    if schemas.key is not None:
+        df = df.withColumn("_k", _decoded("key", schemas.key, mode))
+        undecoded = undecoded | (F.col("_k").isNull() & F.col("key").isNotNull())
+        key_fields = schemas.key.field_names()
+    columns = [F.coalesce(F.col(f"_v.`{n}`"), F.col(f"_k.`{n}`")).alias(n) if n in key_fields
+               else F.col(f"_v.`{n}`").alias(n) for n in schemas.value.field_names()]
+    return df.select(
+        *columns,
+        F.when(F.col("value").isNull(), F.lit("delete")).otherwise(F.lit("upsert")).alias("_op"),
+        F.col("partition").alias("_partition"), F.col("offset").alias("_offset"),
+        F.col("timestamp").alias("_timestamp"), undecoded.alias("_undecoded"),
+        "key", "value")
+
+
+def dead_letters(df: DataFrame, reason: Column) -> DataFrame:
+    """The raw messages that cannot be decoded, with the reason."""
+    return df.select("key", "value", "partition", "offset", reason.alias("reason"))
+
+
+def latest_state(df: DataFrame, key_columns: list[str]) -> DataFrame:
+    """The latest row per key (Kafka order: partition, then offset; TiCDC keeps a key in one
+    partition), with deleted keys removed and the bookkeeping columns dropped."""
+    window = Window.partitionBy(*key_columns).orderBy(F.col("_partition").desc(),
+                                                      F.col("_offset").desc())
+    latest = df.withColumn("_rank", F.row_number().over(window)).where("_rank = 1")
+    return latest.where(F.col("_op") == "upsert").drop("_rank", "_op", "_partition", "_offset",
+                                                       "_timestamp")
