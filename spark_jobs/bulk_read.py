@@ -44,8 +44,9 @@ def run(spark: SparkSession, config: JobConfig) -> None:
     if config.mode is Mode.PERMISSIVE:
         assert config.dead_letter is not None
         dead = dead_letters(framed.where("_problem IS NOT NULL"), F.col("_problem")).unionByName(
-            dead_letters(decoded.where("_undecoded"), F.lit("the body does not decode with its "
-                                                            "writer schema")))
+            dead_letters(decoded.where("_undecoded"),
+                         F.lit("the body does not decode with its writer schema"),
+                         partition="_partition", offset="_offset"))
         io.write_parquet(spark, dead, config.dead_letter)
     rows = _typed(decoded.where("NOT _undecoded"), schemas, config)
     io.write_parquet(spark, rows, config.output)

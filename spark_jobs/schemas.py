@@ -18,7 +18,25 @@ from service.core.naming import SubjectKind, subject_for
 from spark_jobs.config import JobConfig
 from spark_jobs.errors import JobError
 
-__all__ = ["SubjectSchemas", "TopicSchemas", "resolve_schemas"]
+__all__ = ["SubjectSchemas", "TopicSchemas", "resolve_schemas", "for_spark",
+           "SPARK_MAX_DECIMAL_PRECISION"]
+
+SPARK_MAX_DECIMAL_PRECISION = 38
+"""Spark decimals hold at most 38 digits; TiDB's DECIMAL up to 65."""
+
+
+def for_spark(schema_text: str) -> str:
+    """The schema as Spark reads it: a DECIMAL wider than Spark's 38 digits loses its
+    ``decimal`` logical type, so the column comes out as its Avro bytes (the unscaled value,
+    big-endian two's complement) instead of failing the job."""
+    schema = json.loads(schema_text)
+    for field in schema.get("fields", ()):
+        branches = field["type"] if isinstance(field["type"], list) else [field["type"]]
+        for branch in branches:
+            if isinstance(branch, dict) and branch.get("logicalType") == "decimal" and \
+                    int(branch.get("precision", 0)) > SPARK_MAX_DECIMAL_PRECISION:
+                del branch["logicalType"]
+    return json.dumps(schema)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from pyspark.sql.avro.functions import from_avro
 
 from service.core.framing import HEADER_SIZE, MAGIC_BYTE
 from spark_jobs.config import Mode
-from spark_jobs.schemas import SubjectSchemas, TopicSchemas
+from spark_jobs.schemas import SubjectSchemas, TopicSchemas, for_spark
 
 __all__ = ["with_frames", "frame_problem", "decode", "dead_letters", "latest_state",
            "KAFKA_COLUMNS"]
@@ -60,11 +60,11 @@ def frame_problem(schemas: TopicSchemas) -> Column:
 
 
 def _decoded(part: str, subject: SubjectSchemas, mode: Mode) -> Column:
-    options = {"avroSchema": subject.latest, "mode": mode.name}
+    options = {"avroSchema": for_spark(subject.latest), "mode": mode.name}
     body, schema_id = F.col(f"_{part}_body"), F.col(f"_{part}_id")
     expr = None
     for writer_id, writer in subject.by_id.items():  # each id's rows with its writer schema
-        branch = from_avro(body, writer, options)
+        branch = from_avro(body, for_spark(writer), options)
         expr = (F.when(schema_id == writer_id, branch) if expr is None
                 else expr.when(schema_id == writer_id, branch))
     assert expr is not None
@@ -92,9 +92,11 @@ def decode(df: DataFrame, schemas: TopicSchemas, mode: Mode) -> DataFrame:
         "key", "value")
 
 
-def dead_letters(df: DataFrame, reason: Column) -> DataFrame:
-    """The raw messages that cannot be decoded, with the reason."""
-    return df.select("key", "value", "partition", "offset", reason.alias("reason"))
+def dead_letters(df: DataFrame, reason: Column, *, partition: str = "partition",
+                 offset: str = "offset") -> DataFrame:
+    """The raw messages that cannot be decoded: key, value, partition, offset, reason."""
+    return df.select("key", "value", F.col(partition).alias("partition"),
+                     F.col(offset).alias("offset"), reason.alias("reason"))
 
 
 def latest_state(df: DataFrame, key_columns: list[str]) -> DataFrame:
