@@ -30,12 +30,16 @@ browser:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 test: $(STAMP) $(JARS) browser
-	$(BIN)/ruff check service spark_jobs tests bench
+	$(BIN)/ruff check service spark_jobs tests bench deploy
 	$(BIN)/python -m pytest
 
 # Regenerate openapi/openapi.json from the app (a test fails when the file drifts).
 openapi: $(STAMP)
 	$(BIN)/python -m service.api.openapi_file
+
+# Broker + service + Canal-JSON -> flat-avro -> Kafka -> schema change -> Spark -> the table.
+demo: $(STAMP) $(JARS)
+	$(BIN)/python deploy/demo.py
 
 bench: $(STAMP) $(JARS)
 	$(BIN)/python -m bench.bench_row_codec

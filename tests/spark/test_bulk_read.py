@@ -230,3 +230,26 @@ def test_an_archived_dump_reads_like_the_topic(spark: SparkSession, kafka: Broke
     actual = read_output(spark, str(tmp_path / "out"), "_partition", "_offset", "_timestamp")
     assertDataFrameEqual(actual, spark.createDataFrame(
         [(1, Decimal("1.50"), "upsert")], "id int, v decimal(5,2), _op string"))
+
+
+def test_main_straight_from_the_registry_and_one_line_errors(
+        kafka: Broker, service: httpx.Client, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    topic = "e2e_main"
+    register(service, "CREATE TABLE shop.m (id INT PRIMARY KEY, name VARCHAR(9))", topic)
+    produce(kafka, topic, encode(service, topic, [{"op": "insert", "row": {"id": 7, "name": "x"}}]))
+    registry = f"{service.base_url}/registry"
+    common = [sys.executable, "-m", "spark_jobs.bulk_read", "--bootstrap-servers",
+              kafka.bootstrap, "--registry-url", registry, "--master", "local[1]"]
+    done = subprocess.run([*common, "--topic", topic, "--output", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    failed = subprocess.run([*common, "--topic", "nope", "--output", str(tmp_path / "x")],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert failed.returncode == 2
+    errors = [line for line in failed.stderr.splitlines() if line.startswith("bulk_read:")]
+    assert errors == [f"bulk_read: error: subject nope-value is not registered at {registry}/ "
+                      f"(unknown topic?)"]
+    assert not (tmp_path / "x").exists()
