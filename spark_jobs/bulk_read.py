@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs import io
+from spark_jobs import sources
 from spark_jobs.config import JobConfig, Mode, parse_args
 from spark_jobs.errors import JobError
 from spark_jobs.schemas import TopicSchemas, resolve_schemas
@@ -33,10 +33,10 @@ def run(spark: SparkSession, config: JobConfig) -> None:
     if config.materialize and schemas.key is None:
         raise JobError(f"topic {config.topic} has no key schema: --materialize needs a key")
     for path in filter(None, (config.output, config.dead_letter)):
-        io.require_absent(spark, path, config.overwrite)
+        sources.require_absent(spark, path, config.overwrite)
     if config.bootstrap_servers:
-        io.check_topic(config)
-    framed = with_frames(io.read_source(spark, config)).withColumn(
+        sources.check_topic(config)
+    framed = with_frames(sources.read_source(spark, config)).withColumn(
         "_problem", frame_problem(schemas)).cache()
     if config.mode is Mode.FAILFAST:
         _fail_on_bad_frames(framed)
@@ -47,9 +47,9 @@ def run(spark: SparkSession, config: JobConfig) -> None:
             dead_letters(decoded.where("_undecoded"),
                          F.lit("the body does not decode with its writer schema"),
                          partition="_partition", offset="_offset"))
-        io.write_parquet(spark, dead, config.dead_letter)
+        sources.write_parquet(spark, dead, config.dead_letter)
     rows = _typed(decoded.where("NOT _undecoded"), schemas, config)
-    io.write_parquet(spark, rows, config.output)
+    sources.write_parquet(spark, rows, config.output)
 
 
 def _fail_on_bad_frames(framed: DataFrame) -> None:

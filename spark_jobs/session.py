@@ -30,10 +30,15 @@ def jar_paths() -> list[str]:
 
 
 def build_session(app_name: str, master: str | None = None) -> SparkSession:
-    """A session with the cached jars; `master` defaults to spark-submit's, else local[*]."""
-    builder = SparkSession.builder.appName(app_name).config("spark.jars", ",".join(jar_paths()))
-    builder = builder.config("spark.sql.session.timeZone", "UTC").config(
-        "spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-    if master or not os.environ.get("SPARK_SUBMIT_OPTS"):
-        builder = builder.master(master or "local[*]")
+    """The job's session. Under ``spark-submit`` (which starts the JVM first and hands Python
+    its gateway) the jars come from ``--packages`` and the master from the submit; otherwise
+    the cached jars go in ``spark.jars`` and `master` defaults to ``local[*]``."""
+    builder = SparkSession.builder.appName(app_name).config(
+        "spark.sql.session.timeZone", "UTC")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.config("spark.jars", ",".join(jar_paths())).config(
+            "spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").master(
+            master or "local[*]")
+    elif master:
+        builder = builder.master(master)
     return builder.getOrCreate()
