@@ -44,6 +44,7 @@ demo: $(STAMP) $(JARS)
 bench: $(STAMP) $(JARS)
 	$(BIN)/python -m bench.bench_row_codec
 	$(BIN)/python -m bench.bench_http
+	$(BIN)/python -m bench.bench_spark
 
 clean:
 	rm -rf $(VENV) .pytest_cache .cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -36,6 +37,7 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
     builder = SparkSession.builder.appName(app_name).config(
         "spark.sql.session.timeZone", "UTC")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
         builder = builder.config("spark.jars", ",".join(jar_paths())).config(
             "spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").master(
             master or "local[*]")

@@ -11,47 +11,54 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
-from service.core.framing import HEADER_SIZE, MAGIC_BYTE
+from service.core.framing import HEADER_SIZE, MAGIC_BYTE, frame
 from spark_jobs.config import Mode
 from spark_jobs.schemas import SubjectSchemas, TopicSchemas, for_spark
 
-__all__ = ["with_frames", "frame_problem", "decode", "dead_letters", "latest_state",
-           "KAFKA_COLUMNS"]
+__all__ = ["with_frames", "frame_problem", "fail_on_problem", "decode", "dead_letters",
+           "latest_state", "KAFKA_COLUMNS", "BAD_FRAME"]
+
+BAD_FRAME = "flatavro bad frame: "
+"""Marks the error `fail_on_problem` raises inside Spark, so the driver can report it."""
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
 
 
 def with_frames(df: DataFrame) -> DataFrame:
-    """Add ``_{part}_magic``, ``_{part}_id`` and ``_{part}_body`` for key and value."""
+    """Add ``_{part}_header`` (the first 5 bytes) and ``_{part}_body`` for key and value.
+
+    Rows are matched to writer schemas by comparing the header with each known id's 5-byte
+    header (a binary equality), so the id is only spelt out for the error message of a row
+    that matches none."""
     for part in ("key", "value"):
-        raw = F.col(part)
-        df = df.withColumn(f"_{part}_magic", F.when(F.length(raw) >= 1, F.substring(raw, 1, 1)))
-        df = df.withColumn(f"_{part}_id", F.when(
-            F.length(raw) >= HEADER_SIZE,
-            F.conv(F.hex(F.substring(raw, 2, 4)), 16, 10).cast("long")))
+        df = df.withColumn(f"_{part}_header", F.substring(F.col(part), 1, HEADER_SIZE))
         df = df.withColumn(f"_{part}_body", F.expr(
             f"substring({part}, {HEADER_SIZE + 1}, length({part}) - {HEADER_SIZE})"))
     return df
 
 
+def _header(schema_id: int) -> Column:
+    return F.lit(bytearray(frame(schema_id, b"")))
+
+
 def _part_problem(part: str, subject: SubjectSchemas | None) -> Column:
-    raw = F.col(part)
-    magic = F.lit(bytes([MAGIC_BYTE]))
-    checks = F.when(raw.isNull(), F.lit(None)).when(
-        F.length(raw) < HEADER_SIZE,
-        F.concat(F.lit(f"{part}: shorter than the {HEADER_SIZE}-byte header (")
-                 , F.length(raw).cast("string"), F.lit(" bytes)"))).when(
-        F.col(f"_{part}_magic") != magic,
-        F.concat(F.lit(f"{part}: wrong magic byte 0x"), F.hex(F.col(f"_{part}_magic")),
-                 F.lit(" at offset 0")))
-    known = list(subject.by_id) if subject else []
+    raw, header = F.col(part), F.col(f"_{part}_header")
+    magic = F.substring(raw, 1, 1)
+    schema_id = F.conv(F.hex(F.substring(raw, 2, 4)), 16, 10)
+    known = [_header(i) for i in subject.by_id] if subject else []
+    checks = F.when(raw.isNull(), F.lit(None))
     if known:
-        checks = checks.when(~F.col(f"_{part}_id").isin(known), F.concat(
-            F.lit(f"{part}: unknown schema id "), F.col(f"_{part}_id").cast("string"),
-            F.lit(f" (not a version of {subject.subject})" if subject else "")))
-    else:
-        checks = checks.when(F.lit(True), F.lit(f"{part}: the topic has no {part} schema"))
-    return checks
+        checks = checks.when(header.isin(known), F.lit(None))
+    return checks.when(
+        F.length(raw) < HEADER_SIZE,
+        F.concat(F.lit(f"{part}: shorter than the {HEADER_SIZE}-byte header ("),
+                 F.length(raw).cast("string"), F.lit(" bytes)"))).when(
+        magic != F.lit(bytearray([MAGIC_BYTE])),
+        F.concat(F.lit(f"{part}: wrong magic byte 0x"), F.hex(magic), F.lit(" at offset 0"))
+    ).otherwise(F.concat(
+        F.lit(f"{part}: unknown schema id "), schema_id,
+        F.lit(f" (not a version of {subject.subject})" if subject
+              else f" (the topic has no {part} schema)")))
 
 
 def frame_problem(schemas: TopicSchemas) -> Column:
@@ -59,14 +66,23 @@ def frame_problem(schemas: TopicSchemas) -> Column:
     return F.coalesce(_part_problem("key", schemas.key), _part_problem("value", schemas.value))
 
 
+def fail_on_problem() -> Column:
+    """A filter that raises (in the same pass that decodes) on the first row with a frame
+    problem, naming its partition and offset."""
+    message = F.concat(F.lit(BAD_FRAME + "message at partition "),
+                       F.col("partition").cast("string"), F.lit(" offset "),
+                       F.col("offset").cast("string"), F.lit(": "), F.col("_problem"))
+    return F.when(F.col("_problem").isNotNull(), F.raise_error(message)).isNull()
+
+
 def _decoded(part: str, subject: SubjectSchemas, mode: Mode) -> Column:
     options = {"avroSchema": for_spark(subject.latest), "mode": mode.name}
-    body, schema_id = F.col(f"_{part}_body"), F.col(f"_{part}_id")
+    body, header = F.col(f"_{part}_body"), F.col(f"_{part}_header")
     expr = None
     for writer_id, writer in subject.by_id.items():  # each id's rows with its writer schema
         branch = from_avro(body, for_spark(writer), options)
-        expr = (F.when(schema_id == writer_id, branch) if expr is None
-                else expr.when(schema_id == writer_id, branch))
+        match = header == _header(writer_id)
+        expr = F.when(match, branch) if expr is None else expr.when(match, branch)
     assert expr is not None
     return F.when(F.col(part).isNotNull(), expr)
 
@@ -78,9 +94,11 @@ def decode(df: DataFrame, schemas: TopicSchemas, mode: Mode) -> DataFrame:
     df = df.withColumn("_v", _decoded("value", schemas.value, mode))
     undecoded = F.col("_v").isNull() & F.col("value").isNotNull()
     key_fields: list[str] = []
-    if schemas.key is not None:
-        df = df.withColumn("_k", _decoded("key", schemas.key, mode))
-        undecoded = undecoded | (F.col("_k").isNull() & F.col("key").isNotNull())
+    if schemas.key is not None:  # key columns are in the value: decode keys of tombstones only
+        df = df.withColumn("_k", F.when(F.col("value").isNull(),
+                                        _decoded("key", schemas.key, mode)))
+        undecoded = undecoded | (F.col("_k").isNull() & F.col("key").isNotNull()
+                                 & F.col("value").isNull())
         key_fields = schemas.key.field_names()
     columns = [F.coalesce(F.col(f"_v.`{n}`"), F.col(f"_k.`{n}`")).alias(n) if n in key_fields
                else F.col(f"_v.`{n}`").alias(n) for n in schemas.value.field_names()]

@@ -1,0 +1,149 @@
+"""Spark bulk read: the job's framing + id dispatch + from_avro against plain from_avro on the
+same bodies with the header already stripped, and against a Python fastavro UDF; and a topic
+with 3 writer schema versions against one version. All ratios from one run (local[2]).
+
+Data: the 20-column benchmark table (bench_row_codec), 10,000 distinct rows encoded by the
+service's RecordCodec and repeated to N records (default 1,000,000) in a Parquet dump with
+the Kafka source's columns. Each timing writes to Spark's ``noop`` sink (the read and decode
+run in full), best of 3.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import fastavro
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.avro.functions import from_avro
+
+from bench.bench_row_codec import DDL, rows
+from service.core.ddl import table_from_ddl
+from service.core.framing import frame
+from service.core.record_codec import RecordCodec
+from service.core.schema import generate_schemas
+from spark_jobs.config import Mode
+from spark_jobs.schemas import SubjectSchemas, TopicSchemas
+from spark_jobs.session import build_session
+from spark_jobs.transforms import decode, fail_on_problem, frame_problem, with_frames
+
+DISTINCT = 10_000
+UDF_RECORDS = 100_000
+
+
+def schemas_for(ddls: list[str]) -> tuple[list[dict], TopicSchemas]:
+    values = [generate_schemas(table_from_ddl(d)).value_schema for d in ddls]
+    key = generate_schemas(table_from_ddl(ddls[-1])).key_schema
+    by_id = {i + 1: json.dumps(v) for i, v in enumerate(values)}
+    value = SubjectSchemas("bench-value", by_id[len(values)], len(values), by_id)
+    key_subject = SubjectSchemas("bench-key", json.dumps(key), 100, {100: json.dumps(key)})
+    return values, TopicSchemas("bench", key_subject, value)
+
+
+def dump(spark: SparkSession, path: Path, values: list[dict], key_schema: str, total: int
+         ) -> None:
+    key_codec = RecordCodec(json.loads(key_schema), allow_extra=True)
+    codecs = [RecordCodec(v) for v in values]
+    data = []
+    for i, row in enumerate(rows_of(DISTINCT)):
+        version = i % len(codecs)
+        data.append((frame(100, key_codec.encode(row)), frame(version + 1,
+                                                             codecs[version].encode(row))))
+    schema = T.StructType([T.StructField("key", T.BinaryType()),
+                           T.StructField("value", T.BinaryType())])
+    base = spark.createDataFrame(data, schema)
+    copies = spark.range(total // DISTINCT).withColumnRenamed("id", "copy")
+    (base.crossJoin(copies).withColumn("topic", F.lit("bench"))
+     .withColumn("partition", F.lit(0)).withColumn("offset", F.monotonically_increasing_id())
+     .withColumn("timestamp", F.current_timestamp()).drop("copy")
+     .withColumn("body", F.expr("substring(value, 6, length(value) - 5)"))
+     .write.mode("overwrite").parquet(str(path)))
+
+
+def rows_of(count: int) -> list[dict[str, object]]:
+    out = []
+    while len(out) < count:
+        out.extend(rows())
+    return [dict(r, id=i) for i, r in enumerate(out[:count])]
+
+
+def best_seconds(work: Callable[[], None], rounds: int = 3) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def noop(df: DataFrame) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def job_pipeline(df: DataFrame, schemas: TopicSchemas) -> None:
+    """What bulk_read does between reading and writing: frame checks (failing in the same
+    pass), then decode per writer id (keys of tombstones only)."""
+    framed = with_frames(df).withColumn("_problem", frame_problem(schemas))
+    decoded = decode(framed.where(fail_on_problem()), schemas, Mode.FAILFAST)
+    noop(decoded.drop("_undecoded", "key", "value"))
+
+
+def main() -> None:
+    total = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    spark = build_session("flatavro-bench", "local[2]")
+    spark.sparkContext.setLogLevel("ERROR")
+    work = Path(tempfile.mkdtemp(prefix="flatavro-bench-"))
+    one_values, one = schemas_for([DDL])
+    # Warm the JVM (JIT, class loading) before anything is timed.
+    ddls = [DDL[:-1] + extra for extra in (", v2 INT)", ", v2 INT, v3 VARCHAR(8))")]
+    three_values, three = schemas_for([DDL, *ddls])
+    dump(spark, work / "one", one_values, one.key.latest, total)  # type: ignore[union-attr]
+    dump(spark, work / "three", three_values, three.key.latest, total)  # type: ignore[union-attr]
+    single = spark.read.parquet(str(work / "one"))
+    mixed = spark.read.parquet(str(work / "three"))
+    writer = one.value.latest
+    for _ in range(2):
+        noop(single.select(from_avro("body", writer).alias("v")))
+        job_pipeline(single, one)
+
+    plain = best_seconds(lambda: noop(single.select(from_avro("body", writer).alias("v"))))
+    ours = best_seconds(lambda: job_pipeline(single, one))
+    several = best_seconds(lambda: job_pipeline(mixed, three))
+    parsed = fastavro.parse_schema(json.loads(writer))
+
+    @F.udf(returnType=T.StringType())
+    def python_decode(body: bytes) -> str:
+        import io
+
+        return str(fastavro.schemaless_reader(io.BytesIO(body), parsed, None)["id"])
+
+    udf_rows = single.limit(UDF_RECORDS).cache()
+    udf_rows.count()
+    udf = best_seconds(lambda: noop(udf_rows.select(python_decode("body"))), rounds=1)
+
+    def rate(records: int, seconds: float) -> float:
+        return records / seconds
+
+    figures = [
+        ("plain from_avro (header stripped)", rate(total, plain)),
+        ("bulk_read pipeline, 1 writer id", rate(total, ours)),
+        ("bulk_read pipeline, 3 writer ids", rate(total, several)),
+        ("Python fastavro UDF", rate(UDF_RECORDS, udf)),
+    ]
+    for name, value in figures:
+        print(f"{name:<40} {value:>12,.0f} rec/s")
+    print(f"ratio pipeline / plain from_avro       {ours and plain / ours:.2f}  (target >= 0.8)")
+    print(f"ratio pipeline / Python UDF            {rate(total, ours) / rate(UDF_RECORDS, udf):.1f}"
+          f"  (target >= 10)")
+    print(f"ratio 3 versions / 1 version           {ours / several:.2f}  (target >= 0.7)")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
