@@ -8,6 +8,7 @@ needs one of them. The README's "Converting TiCDC protocols" section lists the r
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ class MissingFact:
         return True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TableDefinition:
     """A table definition taken from a message.
 
@@ -74,7 +75,11 @@ class TableDefinition:
 
     def column_type(self, name: str) -> ColumnType | None:
         """The type of column `name` (None if the definition has no such column)."""
-        return next((c.type for c in self.columns if c.name == name), None)
+        return self._types.get(name)
+
+    @functools.cached_property
+    def _types(self) -> dict[str, ColumnType]:
+        return {c.name: c.type for c in self.columns}
 
     def to_table(self, options: SchemaOptions) -> Table:
         """The table to generate schemas from under `options`.

@@ -32,6 +32,7 @@ class RowMapper:
 
     def __init__(self, layout: RecordLayout) -> None:
         self._fields = {f.column.name: _converter(f) for f in layout.fields}
+        self._names: dict[str, str] = {}  # column name -> field name, sanitized once
 
     def to_plain(self, row: dict[str, Any], *, complete: bool) -> dict[str, Any]:
         """The plain-JSON row (keyed by field name) of a typed row.
@@ -47,8 +48,13 @@ class RowMapper:
         """
         out: dict[str, Any] = {}
         errors: list[InvalidValueError] = []
+        names = self._names
         for column, value in row.items():
-            name = sanitize_name(column)
+            name = names.get(column)
+            if name is None:
+                name = sanitize_name(column)
+                if name in self._fields:  # only real columns are remembered (bounded)
+                    names[column] = name
             convert = self._fields.get(name)
             if convert is None:
                 errors.append(InvalidValueError(

@@ -27,6 +27,7 @@ from service.codec.errors import UnconvertibleMessagesError, WriteKeyRequiredErr
 from service.codec.resolver import BoundSchema, SchemaResolver, TopicSchemas
 from service.codec.writer import ChangeWriter, Framed
 from service.core.errors import InvalidInputError, RowValidationError
+from service.core.framing import HEADER_SIZE, frame
 from service.core.naming import SubjectKind, parse_topic_rule, subject_for
 from service.core.options import SchemaOptions
 from service.core.record_codec import RecordCodec
@@ -103,7 +104,7 @@ class Converter:
         events, skipped, pending, errors = self._decode(protocol, request)
         topics = [rule.expand(e.schema or "", e.table or "") for e in events]
         targets, target_of = await self._targets(events, topics, request, errors)
-        plain = self._check(events, targets, target_of, errors)
+        framed = self._check(events, targets, target_of, errors)
         if errors:
             failed = sorted({e["message_index"] for e in errors}
                             | {i for e in errors for i in e.get("affected_messages", ())})
@@ -111,12 +112,19 @@ class Converter:
             for error in errors:
                 error["message"] = f"message {error['message_index']}: {error['message']}"
             raise UnconvertibleMessagesError(errors, failed_messages=failed, converted=0)
-        for target in targets.values():
+        registered = set()
+        for group, target in targets.items():
             if target.register is not None:
                 done = await self._registrar(target.register, request.options,
                                              target.schemas.topic)
                 target.schemas = _registered(target.schemas, done)
-        messages = self._encode(events, plain, targets, target_of)
+                registered.add(group)
+        messages = []
+        for event, group, framed_event in zip(events, target_of, framed, strict=True):
+            schemas = targets[group].schemas
+            if group in registered:
+                framed_event = _reframed(framed_event, schemas)
+            messages.extend(_message(schemas, event, f) for f in framed_event)
         return {"messages": messages, "skipped": skipped,
                 "pending": [p.to_json() for p in pending]}
 
@@ -225,40 +233,41 @@ class Converter:
         return mapper
 
     def _check(self, events: list[ChangeEvent], targets: dict[Any, _Target],
-               target_of: list[Any], errors: list[dict[str, Any]]
-               ) -> list[tuple[dict[str, Any] | None, dict[str, Any] | None] | None]:
-        """Map every event onto its target and encode it once, so that all errors are found
-        before anything is registered; returns the plain rows."""
-        plain: list[tuple[dict[str, Any] | None, dict[str, Any] | None] | None] = []
+               target_of: list[Any], errors: list[dict[str, Any]]) -> list[list[Framed]]:
+        """Map every event onto its target and encode it, so that all errors are found
+        before anything is registered; returns each event's framed messages (ids 0 for
+        tables still to register: `_reframed` puts the real ids in)."""
+        framed: list[list[Framed]] = []
         writers = {group: ChangeWriter(t.schemas) for group, t in targets.items()}
         for event, group in zip(events, target_of, strict=True):
             target = targets.get(group)
             if target is None:
-                plain.append(None)
+                framed.append([])
                 continue
             try:
                 row = None if event.row is None else target.mapper.to_plain(
                     event.row, complete=True)
                 old = None if event.old_row is None else target.mapper.to_plain(
                     event.old_row, complete=False)
-                writers[group].write(event.kind.value, row, old, event.commit_ts)
+                framed.append(writers[group].write(event.kind.value, row, old,
+                                                   event.commit_ts))
             except RowValidationError as exc:
                 errors.extend(dict(e.to_dict(), message_index=event.source_index)
                               for e in exc.errors)
-                plain.append(None)
-                continue
-            plain.append((row, old))
-        return plain
+                framed.append([])
+        return framed
 
-    def _encode(self, events: list[ChangeEvent], plain: list[Any],
-                targets: dict[Any, _Target], target_of: list[Any]) -> list[dict[str, Any]]:
-        writers = {group: ChangeWriter(t.schemas) for group, t in targets.items()}
-        out: list[dict[str, Any]] = []
-        for event, group, (row, old) in zip(events, target_of, plain, strict=True):
-            schemas = targets[group].schemas
-            framed = writers[group].write(event.kind.value, row, old, event.commit_ts)
-            out.extend(_message(schemas, event, f) for f in framed)
-        return out
+
+def _reframed(messages: list[Framed], schemas: TopicSchemas) -> list[Framed]:
+    """The messages with the registered ids in their headers (the Avro bodies do not depend
+    on the id, so nothing is encoded again)."""
+    def header(bound: BoundSchema | None, data: bytes | None) -> bytes | None:
+        if data is None or bound is None:
+            return data
+        return frame(bound.registered.id, data[HEADER_SIZE:])
+
+    return [(op, header(schemas.key, key), header(schemas.value, value))
+            for op, key, value in messages]
 
 
 def _bytes(text: str | None, encoding: str, part: str) -> bytes | None:

@@ -5,6 +5,7 @@ encoding the changes directly (``ChangeWriter``, what ``/v1/topics/{topic}/encod
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +45,6 @@ WRITERS: dict[Protocol, tuple[Writer, str]] = {
 
 
 def _reference(harness: Harness) -> list[tuple[str, str | None, str | None]]:
-    import base64
 
     topic = parse_topic_rule(DEFAULT_RULE).expand(EDGE_TABLE.schema, EDGE_TABLE.table)
     writer = ChangeWriter(run(harness.resolver.topic(topic)))

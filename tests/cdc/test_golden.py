@@ -8,6 +8,7 @@ converted messages decoded back. ``FLATAVRO_UPDATE_GOLDEN=1`` rewrites the expec
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,6 @@ def _messages(protocol: Protocol, case: dict[str, Any]) -> list[tuple[str | None
 
 def _events(protocol: Protocol, messages: list[tuple[str | None, str | None]],
             encoding: str) -> list[Any]:
-    import base64
 
     decoder = DECODERS[protocol](schema_cache_size=16)
     out: list[Any] = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
 from decimal import Context, Decimal
 from pathlib import Path
@@ -234,8 +236,6 @@ def test_an_archived_dump_reads_like_the_topic(spark: SparkSession, kafka: Broke
 
 def test_main_straight_from_the_registry_and_one_line_errors(
         kafka: Broker, service: httpx.Client, tmp_path: Path) -> None:
-    import subprocess
-    import sys
 
     topic = "e2e_main"
     register(service, "CREATE TABLE shop.m (id INT PRIMARY KEY, name VARCHAR(9))", topic)
