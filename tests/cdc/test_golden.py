@@ -35,7 +35,6 @@ def _messages(protocol: Protocol, case: dict[str, Any]) -> list[tuple[str | None
 
 def _events(protocol: Protocol, messages: list[tuple[str | None, str | None]],
             encoding: str) -> list[Any]:
-
     decoder = DECODERS[protocol](schema_cache_size=16)
     out: list[Any] = []
     for index, (key, value) in enumerate(messages):
