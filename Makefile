@@ -1,50 +1,84 @@
-# One-command set-up and run on a fresh machine: python3 (>= 3.11), Java 17 and Maven are
-# assumed; the JVM parts come from Maven Central into .cache/jvm (deploy/jvm/fetch.sh).
+# Set-up and run from a fresh clone.
+#   make run     needs python3 >= 3.11 and nothing else: installs the service's Python
+#                packages into .venv and serves (no Java, Maven, pyspark or jars).
+#   make test / demo / bench  also install the `spark` and `dev` extras and fetch the Spark and
+#                Kafka jars from Maven Central into .cache/jvm (Java 17+ and Maven); make test
+#                installs Debian's chromium when it is missing.
+#   make dist    dist/flatavro.zip: the Spark job's Python code, for spark-submit --py-files.
+# Each goal first runs deploy/prereqs.sh, which names in one line what the machine lacks.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
-JARS := .cache/jvm/.fetched
+PIP := $(BIN)/python -m pip install --disable-pip-version-check
+JVM_CACHE := $(or $(FLATAVRO_JVM_CACHE),.cache/jvm)
+# One stamp per layer: `make run` after `make test` installs nothing; `make test` after
+# `make run` adds only the extras and the jars.
+SERVICE := $(VENV)/.service-installed
+EXTRAS := $(VENV)/.extras-installed
+JARS := $(JVM_CACHE)/.fetched
+DIST := dist/flatavro.zip
+CHECKS := check-run check-openapi check-dist check-setup check-test check-demo check-bench
 
-.PHONY: run test bench demo setup browser openapi clean
+# Serial even under -j: a goal's check must finish before its first download starts.
+.NOTPARALLEL:
+.PHONY: run setup test bench demo browser openapi dist clean $(CHECKS)
 
-setup: $(STAMP) $(JARS)
-
-# spark-avro / spark-sql-kafka at the pyspark version, and a Kafka broker (re-used if present).
-$(JARS): $(STAMP) deploy/jvm/spark-pom.xml deploy/jvm/kafka-pom.xml deploy/jvm/fetch.sh
-	PYTHON=$(BIN)/python deploy/jvm/fetch.sh all
-	touch $(JARS)
-
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
-
-run: $(STAMP) $(JARS)
+run: check-run $(SERVICE)
 	$(BIN)/flatavro serve
 
-# Debian's Chromium, for the test that renders /docs headless (installed once, if missing).
-browser:
-	@command -v chromium >/dev/null || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+setup: check-setup $(EXTRAS) $(JARS)
 
-test: $(STAMP) $(JARS) browser
+test: check-test $(EXTRAS) $(JARS) browser
 	$(BIN)/ruff check service spark_jobs tests bench deploy
 	$(BIN)/python -m pytest
 
-# Regenerate openapi/openapi.json from the app (a test fails when the file drifts).
-openapi: $(STAMP)
-	$(BIN)/python -m service.api.openapi_file
-
 # Broker + service + Canal-JSON -> flat-avro -> Kafka -> schema change -> Spark -> the table.
-demo: $(STAMP) $(JARS)
+demo: check-demo $(EXTRAS) $(JARS)
 	$(BIN)/python deploy/demo.py
 
-bench: $(STAMP) $(JARS)
+bench: check-bench $(EXTRAS) $(JARS)
 	$(BIN)/python -m bench.bench_row_codec
 	$(BIN)/python -m bench.bench_http
 	$(BIN)/python -m bench.bench_spark
 
+# Regenerate openapi/openapi.json from the app (a test fails when the file drifts).
+openapi: check-openapi $(SERVICE)
+	$(BIN)/python -m service.api.openapi_file
+
+# The code deploy/compose.yaml's image and deploy/spark/submit.sh ship to Spark (stdlib only).
+dist: check-dist
+	$(PYTHON) deploy/spark/build_zip.py $(DIST)
+
+$(CHECKS):
+	@PYTHON='$(PYTHON)' sh deploy/prereqs.sh $(@:check-%=%)
+
+$(SERVICE): pyproject.toml
+	@test -x $(BIN)/python || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "installing the service's Python packages into $(VENV)" \
+		"(~10 MB download, ~50 MB installed)"
+	$(PIP) -e .
+	@touch $@
+
+$(EXTRAS): $(SERVICE) pyproject.toml
+	@echo "installing the spark and dev extras into $(VENV): pyspark (~435 MB download, ~470 MB" \
+		"installed; pip builds it from its source archive the first time, then reuses the" \
+		"wheel from its cache) and the test tools (~25 MB download, ~70 MB installed)"
+	$(PIP) -e '.[spark,dev]'
+	@touch $@
+
+# spark-avro / spark-sql-kafka at the pyspark version, and a Kafka broker (re-used if present).
+$(JARS): $(EXTRAS) deploy/jvm/spark-pom.xml deploy/jvm/kafka-pom.xml deploy/jvm/fetch.sh
+	PYTHON=$(BIN)/python FLATAVRO_JVM_CACHE=$(JVM_CACHE) deploy/jvm/fetch.sh all
+	@touch $@
+
+# Debian's Chromium, for the test that renders /docs headless (installed once, if missing).
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+		echo "installing Debian's chromium with apt-get (~155 MB download, ~480 MB on" \
+			"disk; quiet for a minute or two) for the test that renders /docs"; \
+		apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null && \
+		echo "installed $$(chromium --version)"; }
+
 clean:
-	rm -rf $(VENV) .pytest_cache .cache
+	rm -rf $(VENV) .pytest_cache .cache dist

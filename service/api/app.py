@@ -10,13 +10,15 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api import logs, problems
 from service.api.auth import RegistryGuard
 from service.api.docs import install_docs
+from service.api.hints import hint_of
 from service.api.middleware import BodyLimit, RequestContext
 from service.api.routers import codec, convert, ops, schemas, subjects
 from service.api.runtime import Runtime
@@ -47,7 +49,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         logs.configure(settings.log_level)
-        runtime = Runtime.start(settings)
+        try:
+            runtime = Runtime.start(settings)
+        except ServiceError as exc:  # an unusable registry path, say: one log line, below
+            app.state.startup_error = exc
+            raise
         app.state.runtime = runtime
         if runtime.embedded is not None:
             app.state.registry_app = RegistryGuard(
@@ -76,7 +82,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.mount("/registry", _embedded_registry, name="registry")
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestContext, metrics=_LazyMetrics(app))
+    app.add_middleware(_OneLineStartupFailure, state=app.state)
     return app
+
+
+class _OneLineStartupFailure:
+    """Puts a start-up `ServiceError` in uvicorn's "startup failed" log as its one line (code,
+    message, hint) instead of the traceback Starlette sends (``uvicorn --factory``)."""
+
+    def __init__(self, app: ASGIApp, state: Any) -> None:
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def one_line(message: Message) -> None:
+            error = getattr(self.state, "startup_error", None)
+            if message["type"] == "lifespan.startup.failed" and error is not None:
+                hint = hint_of(error)
+                line = f"[{error.code}] {error.message}" + (f"; {hint}" if hint else "")
+                message = {**message, "message": line}
+            await send(message)
+
+        await self.app(scope, receive, one_line if scope["type"] == "lifespan" else send)
 
 
 async def _embedded_registry(scope: Scope, receive: Receive, send: Send) -> None:

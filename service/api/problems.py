@@ -2,7 +2,8 @@
 
 `STATUS` maps error classes to statuses (the most specific class listed wins); every error
 body has ``type``, ``title``, ``status``, ``detail``, ``instance`` and a stable ``code``, plus
-the error's structured details. Nothing else renders errors, and no stack trace ever leaves.
+the error's structured details, and a ``hint`` (in request terms, also closing ``detail``)
+when the error has a `fix`. Nothing else renders errors, and no stack trace ever leaves.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from service.api.hints import hint_of
+from service.api.readiness import NotReadyError
 from service.codec.errors import InvalidRequestError, WriteKeyRequiredError
 from service.core.errors import InvalidInputError, ServiceError
 from service.registry.errors import (
@@ -68,7 +71,7 @@ STATUS: dict[type[ServiceError], int] = {
     IncompatibleSchemaError: 409, TopicBindingError: 409,
     RegistryError: 422,  # the registry refused the request (READONLY, ...): a client matter
     RegistryServerError: 502,
-    RegistryUnavailableError: 503,
+    RegistryUnavailableError: 503, NotReadyError: 503,
     ApiKeyError: 401, WriteKeyRequiredError: 401,
     _MethodNotAllowed: 405,
 }
@@ -94,9 +97,14 @@ def problem_response(request: Request, error: ServiceError, *, retry_after: int)
         "detail": error.message,
         "instance": request.url.path,
     }
+    hint = hint_of(error)
+    if hint:  # the error's `fix` in request terms (the CLI words it in flags)
+        body["hint"] = hint
+        body["detail"] = f"{error.message}; {hint}"
     if isinstance(error, RegistryError):
         body["registry_error_code"] = error.registry_code
-    headers = {"Retry-After": str(retry_after)} if status == 503 else {}
+    known = getattr(error, "retry_after", None)  # the seconds to the registry's next probe
+    headers = {"Retry-After": str(known or retry_after)} if status == 503 else {}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="flatavro"'
     return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_JSON,

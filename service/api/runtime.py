@@ -7,6 +7,7 @@ from typing import Any
 
 from service.api.auth import ApiKeys
 from service.api.metrics import Metrics
+from service.api.readiness import check_embedded, check_remote
 from service.api.settings import Settings
 from service.cdc.catalog import new_decoders
 from service.codec.convert import Converter
@@ -84,6 +85,11 @@ class Runtime:
         return deleted
 
     async def ready(self) -> None:
-        """Raise when the registry cannot be reached (one cheap call)."""
-        await self.registry.get_compatibility()
+        """Raise `NotReadyError` naming the registry when it does not answer: one call of at
+        most `registry_probe_timeout` seconds, none while the breaker is open."""
+        if self.remote is not None:
+            await check_remote(self.remote, self.settings.registry_probe_timeout)
+        else:
+            assert self.embedded is not None
+            await check_embedded(self.embedded)
 

@@ -34,6 +34,14 @@ class Settings(BaseSettings):
     registry_ca_bundle: str | None = None
     registry_timeout: float = Field(10.0, gt=0)
     registry_retry_budget: float = Field(30.0, ge=0)
+    registry_breaker_failures: int = Field(
+        3, ge=1, description="Consecutive failures to reach the registry (refused, timed out, "
+                             "502/503/504) that open the circuit breaker")
+    registry_breaker_seconds: float = Field(
+        5.0, gt=0, description="How long registry calls then fail at once (503) before one "
+                               "call probes the registry again")
+    registry_probe_timeout: float = Field(
+        0.8, gt=0, description="Timeout of /readyz's one registry call (no retry)")
     registry_db_path: str = "flatavro-registry.sqlite"
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list, description="Comma-separated keys; when set, writes need one")
@@ -68,6 +76,8 @@ class Settings(BaseSettings):
             bearer_token=_secret(self.registry_bearer_token), verify=self.registry_verify_tls,
             ca_bundle=self.registry_ca_bundle, timeout=self.registry_timeout,
             retry_budget=self.registry_retry_budget, cache_size=self.schema_cache_size,
+            breaker_failures=self.registry_breaker_failures,
+            breaker_seconds=self.registry_breaker_seconds,
         )
 
     def redacted(self) -> dict[str, Any]:

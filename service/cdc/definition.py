@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from service.core.errors import InvalidInputError
+from service.core.errors import Fix, InvalidInputError
 from service.core.mysql_types import TypeFamily
 from service.core.options import DecimalHandlingMode, SchemaOptions
 from service.core.table import Column, ColumnType, Index, Table
@@ -85,8 +85,8 @@ class TableDefinition:
         """The table to generate schemas from under `options`.
 
         Raises:
-            MissingFactError: a fact the schema needs is missing; the message says what to
-                do (register the table from its DDL first, or use decimal string mode).
+            MissingFactError: a fact the schema needs is missing; its `fix` says what to do
+                (register the table from its DDL first, or use decimal string mode).
         """
         if self.exact_table is not None:
             return self.exact_table
@@ -96,13 +96,11 @@ class TableDefinition:
             facts = "; ".join(f"column `{m.column}`: {m.fact}" for m in needed)
             only_decimal = all(_type_of(self.columns, m.column).family is TypeFamily.DECIMAL
                                for m in needed)
-            hint = " or set decimal_handling_mode=string" if only_decimal else ""
+            fixes = [Fix.REGISTER_TABLE, *([Fix.DECIMAL_STRING] if only_decimal else [])]
             raise MissingFactError(
-                f"table `{self.schema}`.`{self.table}`: the {self.source} does not say "
-                f"{facts}; register the table first from its DDL (POST /v1/tables/register)"
-                f"{hint}",
+                f"table `{self.schema}`.`{self.table}`: the {self.source} does not say {facts}",
                 schema=self.schema, table=self.table,
-                columns=[m.column for m in needed])
+                columns=[m.column for m in needed], fix=fixes)
         indexes = (Index("primary", self.key, unique=True, primary=True),) if self.key else ()
         return Table(self.schema, self.table, self.columns, indexes, version=self.version)
 

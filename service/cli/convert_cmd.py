@@ -46,8 +46,9 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     where = cmd.add_mutually_exclusive_group()
     where.add_argument("--registry-url", help="a Confluent-compatible registry (auth and TLS "
                                               "from FLATAVRO_REGISTRY_* variables)")
-    where.add_argument("--registry-file", help="the embedded registry's SQLite file "
-                                               "(default: FLATAVRO_REGISTRY_DB_PATH or "
+    where.add_argument("--registry-file", help="the embedded registry's SQLite file, in an "
+                                               "existing directory (default: "
+                                               "FLATAVRO_REGISTRY_DB_PATH or "
                                                "flatavro-registry.sqlite)")
     add_schema_options(cmd)
     cmd.set_defaults(handler=_convert)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from service.cli import convert_cmd, schema_cmd, serve_cmd
+from service.cli.hints import error_line
 from service.core.errors import ServiceError
 
 __all__ = ["main", "build_parser"]
@@ -41,8 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except ServiceError as exc:
-        message = " ".join(str(exc).split())
-        print(f"flatavro: error [{exc.code}]: {message}", file=sys.stderr)
+        print(error_line(exc, getattr(args, "hints", None)), file=sys.stderr)
         return 2
 
 

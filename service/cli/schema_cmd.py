@@ -37,7 +37,8 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     source.add_argument("--ddl", metavar="FILE.sql",
                         help="a CREATE TABLE statement ('-' for stdin)")
     gen.add_argument("--schema", dest="default_schema", metavar="DB",
-                     help="database name for DDL that does not qualify the table")
+                     help="the database of a CREATE TABLE that names none (required then: "
+                          "TiCDC always knows it)")
     add_schema_options(gen)
     gen.set_defaults(handler=_generate)
 

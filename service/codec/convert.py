@@ -26,7 +26,7 @@ from service.cdc.plain import RowMapper
 from service.codec.errors import UnconvertibleMessagesError, WriteKeyRequiredError
 from service.codec.resolver import BoundSchema, SchemaResolver, TopicSchemas
 from service.codec.writer import ChangeWriter, Framed
-from service.core.errors import InvalidInputError, RowValidationError
+from service.core.errors import Fix, InvalidInputError, RowValidationError
 from service.core.framing import HEADER_SIZE, frame
 from service.core.naming import SubjectKind, parse_topic_rule, subject_for
 from service.core.options import SchemaOptions
@@ -196,13 +196,12 @@ class Converter:
         if not request.register:
             raise _TargetError(
                 f"topic {topic} has no registered schema (subject "
-                f"{subject_for(topic, SubjectKind.VALUE)}); register the table first "
-                f"(POST /v1/tables/register) or convert with register=true", topic=topic)
+                f"{subject_for(topic, SubjectKind.VALUE)})", topic=topic,
+                fix=[Fix.REGISTER_TABLE, Fix.REGISTER_ON_CONVERT])
         if definition is None:
             raise _TargetError(
                 f"topic {topic} has no registered schema and the batch carries no table "
-                f"definition for it (a key-only DELETE); register the table first "
-                f"(POST /v1/tables/register)", topic=topic)
+                f"definition for it (a key-only DELETE)", topic=topic, fix=[Fix.REGISTER_TABLE])
         table = definition.to_table(options)
         return self._unregistered(topic, table, generate_schemas(table, options))
 

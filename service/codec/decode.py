@@ -2,7 +2,9 @@
 
 Each part is ``0x00 | schema id (4 bytes BE) | Avro body``; the id is resolved through the
 resolver's cache. A null value is a delete (a tombstone). Every problem of the batch is
-reported with the message index, the part and the byte offset within that part's bytes.
+reported with the message index, the part, the byte offset within that part's bytes and,
+once the id is known, the schema id, the subject it is registered under and the field where
+decoding stopped, in plain words.
 """
 
 from __future__ import annotations
@@ -34,9 +36,16 @@ class DecodedBatch:
 
 
 class _PartError(ValueError):
-    def __init__(self, message: str, offset: int | None) -> None:
-        super().__init__(message)
-        self.offset = offset
+    """Why one part does not decode: the reason, the byte offset and what is known of it."""
+
+    def __init__(self, reason: str, offset: int | None, *, schema_id: int | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(reason)
+        self.offset, self.schema_id, self.field = offset, schema_id, field
+
+
+_Failure = tuple[int, str, _PartError]
+"""(message index, part, why) of one part that does not decode."""
 
 
 async def decode_batch(resolver: SchemaResolver, body: bytes) -> DecodedBatch:
@@ -52,7 +61,7 @@ async def decode_batch(resolver: SchemaResolver, body: bytes) -> DecodedBatch:
     if not isinstance(messages, list):
         raise InvalidRequestError("`messages` must be a list of {key, value}",
                                   field="messages")
-    frames, errors = _frames_of(messages, to_bytes)
+    frames, failures = _frames_of(messages, to_bytes)
     codecs = await _codecs_for(resolver, frames)
     out = []
     for index, parts in enumerate(frames):
@@ -61,31 +70,32 @@ async def decode_batch(resolver: SchemaResolver, body: bytes) -> DecodedBatch:
             try:
                 decoded[part], decoded[f"{part}_schema_id"] = _decode_frame(framed, codecs)
             except _PartError as exc:
-                errors.append(_error(index, part, str(exc), exc.offset))
+                failures.append((index, part, exc))
         decoded["op"] = "delete" if parts[1] is None else "upsert"
         out.append(decoded)
-    if errors:
-        errors.sort(key=lambda e: (e["message_index"], e["part"] != "key"))
-        raise InvalidMessagesError(errors)
+    if failures:
+        failures.sort(key=lambda f: (f[0], f[1] != "key"))
+        raise InvalidMessagesError(await _errors(resolver, failures))
     return DecodedBatch(orjson.dumps({"messages": out}), len(out))
 
 
 _Framed = tuple[int, bool, bytes] | _PartError | None
-"""A part as (schema id, is key, Avro body), or why it is not a frame, or None (absent)."""
+"""A part as (schema id, is key, the framed message), or why it is not a frame, or None."""
 
 
 def _frames_of(messages: list[Any], to_bytes: Callable[[str], bytes]
-               ) -> tuple[list[tuple[_Framed, _Framed]], list[dict[str, Any]]]:
+               ) -> tuple[list[tuple[_Framed, _Framed]], list[_Failure]]:
     frames: list[tuple[_Framed, _Framed]] = []
-    errors: list[dict[str, Any]] = []
+    failures: list[_Failure] = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
-            errors.append(_error(index, "message", "a message must be a JSON object", None))
+            failures.append((index, "message",
+                             _PartError("a message must be a JSON object", None)))
             frames.append((None, None))
             continue
         frames.append((_frame_of(message.get("key"), to_bytes, key=True),
                        _frame_of(message.get("value"), to_bytes, key=False)))
-    return frames, errors
+    return frames, failures
 
 
 def _frame_of(text: Any, to_bytes: Callable[[str], bytes], *, key: bool) -> _Framed:
@@ -100,10 +110,10 @@ def _frame_of(text: Any, to_bytes: Callable[[str], bytes], *, key: bool) -> _Fra
 
 def _frame_bytes(raw: bytes, *, key: bool) -> _Framed:
     try:
-        schema_id, body = unframe(raw)
+        schema_id, _ = unframe(raw)
     except FramingError as exc:
         return _PartError(exc.message, exc.details.get("offset"))
-    return schema_id, key, body
+    return schema_id, key, raw
 
 
 async def _codecs_for(resolver: SchemaResolver, frames: list[tuple[_Framed, _Framed]]
@@ -116,9 +126,11 @@ async def _codecs_for(resolver: SchemaResolver, frames: list[tuple[_Framed, _Fra
             codecs[schema_id, key] = await resolver.codec(schema_id, key=key)
         except SchemaNotFoundError:
             codecs[schema_id, key] = _PartError(
-                f"schema id {schema_id} (at offset 1) is not in the registry", 1)
+                f"schema id {schema_id} (at offset 1) is not in the registry", 1,
+                schema_id=schema_id)
         except NotFlatAvroError as exc:
-            codecs[schema_id, key] = _PartError(f"schema id {schema_id}: {exc.message}", 1)
+            codecs[schema_id, key] = _PartError(f"schema id {schema_id}: {exc.message}", 1,
+                                                schema_id=schema_id)
     return codecs
 
 
@@ -128,15 +140,14 @@ def _decode_frame(framed: _Framed, codecs: dict[tuple[int, bool], RecordCodec | 
         return None, None
     if isinstance(framed, _PartError):
         raise framed
-    schema_id, key, body = framed
+    schema_id, key, raw = framed
     codec = codecs[schema_id, key]
     if isinstance(codec, _PartError):
         raise codec
     try:
-        return codec.decode(body), schema_id
-    except BodyDecodeError as exc:
-        raise _PartError(f"{exc} (at byte offset {exc.offset + HEADER_SIZE})",
-                         exc.offset + HEADER_SIZE) from exc
+        return codec.decode(raw, HEADER_SIZE), schema_id
+    except BodyDecodeError as exc:  # offsets count from the message's first byte
+        raise _PartError(str(exc), exc.offset, schema_id=schema_id, field=exc.field) from exc
 
 
 async def decode_raw(resolver: SchemaResolver, raw: bytes, *, key: bool = False
@@ -144,14 +155,15 @@ async def decode_raw(resolver: SchemaResolver, raw: bytes, *, key: bool = False
     """Decode one raw framed message (a value unless `key`), answered as a one-message batch.
 
     Raises:
-        InvalidMessagesError: the message does not decode (offset named).
+        InvalidMessagesError: the message does not decode (offset, schema id, subject and
+            field named).
     """
     part = "key" if key else "value"
     framed = _frame_bytes(raw, key=key)
     try:
         row, schema_id = _decode_frame(framed, await _codecs_for(resolver, [(framed, None)]))
     except _PartError as exc:
-        raise InvalidMessagesError([_error(0, part, str(exc), exc.offset)]) from exc
+        raise InvalidMessagesError(await _errors(resolver, [(0, part, exc)])) from exc
     message = {"key": None, "value": None, "key_schema_id": None, "value_schema_id": None,
                part: row, f"{part}_schema_id": schema_id, "op": "upsert"}
     return DecodedBatch(orjson.dumps({"messages": [message]}), 1)
@@ -166,9 +178,26 @@ def _bytes_of(text: Any, to_bytes: Callable[[str], bytes]) -> bytes:
         raise _PartError(f"is not valid text in the request's encoding ({exc})", None) from exc
 
 
-def _error(index: int, part: str, reason: str, offset: int | None) -> dict[str, Any]:
+async def _errors(resolver: SchemaResolver, failures: list[_Failure]) -> list[dict[str, Any]]:
+    """The error entries, each schema id named with its subject (asked once per id)."""
+    ids = {f[2].schema_id for f in failures if f[2].schema_id is not None}
+    subjects = {schema_id: await resolver.subjects_of(schema_id) for schema_id in ids}
+    return [_error(index, part, exc, subjects.get(exc.schema_id, []))
+            for index, part, exc in failures]
+
+
+def _error(index: int, part: str, exc: _PartError, subjects: list[str]) -> dict[str, Any]:
+    # An id may be registered under several subjects: prefer the one of this part's kind.
+    subject = next((s for s in subjects if s.endswith(f"-{part}")),
+                   subjects[0] if subjects else None)
+    where = f"message {index} {part}"
+    if exc.schema_id is not None:
+        named = f"schema id {exc.schema_id}" + ("" if subject is None else
+                                                f", subject {subject}")
+        where = f"{where} ({named})"
     error: dict[str, Any] = {"code": "invalid_message", "message_index": index, "part": part,
-                             "message": f"message {index} {part}: {reason}", "reason": reason}
-    if offset is not None:
-        error["offset"] = offset
+                             "message": f"{where}: {exc}", "reason": str(exc)}
+    facts = {"offset": exc.offset, "schema_id": exc.schema_id, "subject": subject,
+             "field": exc.field}
+    error.update((k, v) for k, v in facts.items() if v is not None)
     return error

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.core.errors import InvalidInputError, ServiceError
+from service.core.errors import Fix, InvalidInputError, ServiceError
 
 __all__ = ["InvalidRequestError", "InvalidRecordsError", "InvalidMessagesError",
            "UnconvertibleMessagesError", "WriteKeyRequiredError"]
@@ -17,7 +17,10 @@ class InvalidRequestError(InvalidInputError):
 
 
 class _BatchError(InvalidInputError):
-    """A batch with bad entries; `errors` lists one mapping per problem, nothing is output."""
+    """A batch with bad entries; `errors` lists one mapping per problem, nothing is output.
+
+    The batch's `fix` is every entry's, so a surface renders the hints once for the batch.
+    """
 
     noun = "entries"
 
@@ -26,7 +29,8 @@ class _BatchError(InvalidInputError):
         first = errors[0]["message"]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         super().__init__(f"{len(errors)} problem(s) in the {self.noun}: {first}{more}",
-                         errors=errors, **details)
+                         errors=errors, fix=[Fix(f) for e in errors for f in e.get("fix", ())],
+                         **details)
 
 
 class InvalidRecordsError(_BatchError):
@@ -37,7 +41,8 @@ class InvalidRecordsError(_BatchError):
 
 class InvalidMessagesError(_BatchError):
     """Decode: messages that do not decode; each error has `message_index`, `part` (key or
-    value) and the byte `offset` where the problem is."""
+    value), the byte `offset` in that part where the problem is and, where known, the
+    `schema_id`, the `subject` it is registered under and the `field` where decoding stopped."""
 
     code, noun = "invalid_messages", "messages"
 

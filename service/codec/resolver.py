@@ -7,6 +7,7 @@ service registers or deletes under the topic.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -15,11 +16,14 @@ from dataclasses import dataclass
 from service.core.lru import LRU
 from service.core.naming import SubjectKind, subject_for
 from service.core.record_codec import RecordCodec
-from service.registry.errors import SubjectNotFoundError
+from service.registry.errors import RegistryError, SubjectNotFoundError
 from service.registry.interface import SchemaRegistry
 from service.registry.model import RegisteredSchema
 
 __all__ = ["SchemaResolver", "TopicSchemas", "BoundSchema"]
+
+_SUBJECTS_WAIT = 2.0
+"""Seconds an error message waits for the registry to name an id's subjects."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,20 @@ class SchemaResolver:
         codec = RecordCodec(json.loads(text), allow_extra=key)
         self._codecs.put((schema_id, key), codec)
         return codec
+
+    async def subjects_of(self, schema_id: int) -> list[str]:
+        """The subjects an id is registered under (soft-deleted ones too), sorted.
+
+        Only error messages use this, so it is not cached, and it answers ``[]`` when the
+        registry does not know or does not say within `_SUBJECTS_WAIT` seconds: naming the
+        subject must never hide or delay the decode error it decorates.
+        """
+        try:
+            uses = await asyncio.wait_for(self._registry.uses_of(schema_id, deleted=True),
+                                          _SUBJECTS_WAIT)
+        except (RegistryError, TimeoutError):
+            return []
+        return sorted({subject for subject, _ in uses})
 
     async def topic(self, topic: str) -> TopicSchemas:
         """The topic's latest key and value schemas.

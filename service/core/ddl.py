@@ -13,7 +13,7 @@ from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
-from service.core.errors import InvalidDDLError, InvalidTableError
+from service.core.errors import Fix, InvalidDDLError, InvalidTableError, MissingDatabaseError
 from service.core.mysql_types import MySQLType, TypeFamily, lookup_type
 from service.core.table import Column, ColumnType, Index, Table
 
@@ -59,18 +59,20 @@ def table_from_ddl(ddl: str, *, schema: str | None = None) -> Table:
 
     Args:
         ddl: the statement (a trailing ``;`` is fine; one statement only).
-        schema: the database to use when the statement names none (``CREATE TABLE t``).
+        schema: the database to use when the statement names none (``CREATE TABLE t``); the
+            statement's own ``db.t`` wins.
 
     Raises:
         InvalidDDLError: the text does not parse (the error gives line and column), holds
             several statements, or is not a ``CREATE TABLE`` with column definitions.
+        MissingDatabaseError: neither the statement nor `schema` names the database.
         InvalidTableError / UnsupportedTypeError: as for any table definition.
     """
     create, real_columns = _parse_single_create(ddl)
     target = create.this
     table_expr = target.this
     table_name = table_expr.name
-    db_name = table_expr.db or schema or ""
+    db_name = _database(table_expr, schema)
     table_charset = _table_charset(create)
 
     columns: list[Column] = []
@@ -101,6 +103,19 @@ def table_from_ddl(ddl: str, *, schema: str | None = None) -> Table:
             for c in columns
         ]
     return Table(schema=db_name, table=table_name, columns=tuple(columns), indexes=tuple(indexes))
+
+
+def _database(table_expr: exp.Table, schema: str | None) -> str:
+    """The table's database: the statement's ``db.t``, else `schema`.
+
+    TiCDC always knows it, so a guess ("" makes topic ``tidb__t``) would only hide a mistake.
+    """
+    name = table_expr.db or schema
+    if not name:
+        raise MissingDatabaseError(
+            f"CREATE TABLE `{table_expr.name}` names no database (the topic, subjects and "
+            f"Avro namespace are built from it)", table=table_expr.name, fix=[Fix.DATABASE])
+    return name
 
 
 def _parse_single_create(ddl: str) -> tuple[exp.Create, frozenset[str]]:

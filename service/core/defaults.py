@@ -15,6 +15,7 @@ from service.core.domain import (
     DomainError,
     bit_bytes,
     check_bit,
+    check_double,
     check_int,
     check_length,
     check_year,
@@ -90,14 +91,11 @@ def _parse_int(text: str) -> int:
 
 
 def _float(col_type: ColumnType, text: str, options: SchemaOptions) -> float:
-    return to_float32(float(text))
+    return to_float32(float(text), repr(text))
 
 
 def _double(col_type: ColumnType, text: str, options: SchemaOptions) -> float:
-    value = float(text)
-    if value != value or value in (float("inf"), float("-inf")):
-        raise DomainError(f"{text!r} is not a finite number")
-    return value
+    return check_double(float(text), repr(text))
 
 
 def _decimal(col_type: ColumnType, text: str, options: SchemaOptions) -> str:

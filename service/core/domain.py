@@ -9,6 +9,7 @@ from __future__ import annotations
 import decimal
 import math
 import struct
+import sys
 
 from service.core.mysql_types import MySQLType
 from service.core.table import ColumnType
@@ -18,6 +19,7 @@ __all__ = [
     "int_range",
     "check_int",
     "to_float32",
+    "check_double",
     "normalize_decimal",
     "decimal_from_text",
     "normalize_enum",
@@ -39,6 +41,7 @@ _SIGNED_BITS = {
 # Quantizing in this context raises instead of rounding; 200 digits hold any DECIMAL(65,30).
 _EXACT = decimal.Context(prec=200, traps=[decimal.Inexact, decimal.InvalidOperation])
 _QUANTUM = tuple(decimal.Decimal(1).scaleb(-s) for s in range(31))
+_FLT_MAX = 3.4028234663852886e38
 
 
 class DomainError(ValueError):
@@ -65,15 +68,33 @@ def check_int(col_type: ColumnType, value: int) -> int:
     return value
 
 
-def to_float32(value: float) -> float:
-    """Round `value` to the nearest float32 and return it widened back to a Python float."""
-    if math.isnan(value) or math.isinf(value):
-        raise DomainError(f"{value} is not a finite number")
+def to_float32(value: float, written: object = None) -> float:
+    """Round `value` to the nearest float32 and return it widened back to a Python float.
+
+    `written` is how the caller's input spelled the number (``'1e400'``), for the message.
+    """
     try:
         packed = struct.pack("<f", value)
     except OverflowError as exc:  # beyond what rounds to +/-FLT_MAX
-        raise DomainError(f"{value} is out of range for FLOAT") from exc
+        raise _not_held(value, written, "FLOAT", _FLT_MAX) from exc
+    if not math.isfinite(value):
+        raise _not_held(value, written, "FLOAT", _FLT_MAX)
     return struct.unpack("<f", packed)[0]
+
+
+def check_double(value: float, written: object = None) -> float:
+    """Return `value` if a DOUBLE holds it: a number that overflowed to infinity (``1e400``)
+    is out of range, not infinite. `written` is the input's spelling, for the message."""
+    if math.isfinite(value):
+        return value
+    raise _not_held(value, written, "DOUBLE", sys.float_info.max)
+
+
+def _not_held(value: float, written: object, type_name: str, largest: float) -> DomainError:
+    shown = value if written is None else written
+    if math.isnan(value):
+        return DomainError(f"{shown} is not a number")
+    return DomainError(f"{shown} is out of range for {type_name} (at most ±{largest})")
 
 
 def decimal_from_text(text: str) -> decimal.Decimal:
@@ -111,6 +132,13 @@ def normalize_decimal(col_type: ColumnType, number: decimal.Decimal) -> decimal.
             digits than precision - scale.
     """
     p, s = col_type.precision, col_type.scale
+    # Integer digits first: 1e400 is out of range, even though quantizing it also fails.
+    integer_digits = number.adjusted() + 1 if number else 0
+    if integer_digits > p - s:
+        raise DomainError(
+            f"{number} is out of range for DECIMAL({p},{s}): at most {p - s} integer digits "
+            f"(it has {integer_digits})"
+        )
     try:
         scaled = number.quantize(_QUANTUM[s], context=_EXACT)
     except (decimal.Inexact, decimal.InvalidOperation) as exc:
@@ -118,11 +146,6 @@ def normalize_decimal(col_type: ColumnType, number: decimal.Decimal) -> decimal.
             f"{number} has more fractional digits than DECIMAL({p},{s}) keeps ({s}); "
             "it would be rounded"
         ) from exc
-    integer_digits = len(scaled.as_tuple().digits) - s if scaled != 0 else 0
-    if integer_digits > p - s:
-        raise DomainError(
-            f"{number} has {integer_digits} integer digits; DECIMAL({p},{s}) allows {p - s}"
-        )
     if col_type.unsigned and scaled < 0:
         raise DomainError(f"{number} is negative; the column is DECIMAL UNSIGNED")
     return scaled

@@ -7,9 +7,12 @@ translated at the boundary with ``raise ... from exc``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from enum import StrEnum
 from typing import Any, ClassVar
 
 __all__ = [
+    "Fix",
     "ServiceError",
     "InvalidInputError",
     "InvalidTableError",
@@ -18,12 +21,33 @@ __all__ = [
     "NameCollisionError",
     "InvalidDefaultError",
     "InvalidDDLError",
+    "MissingDatabaseError",
     "InvalidOptionError",
     "InvalidValueError",
     "RowValidationError",
     "InvalidTopicRuleError",
     "FramingError",
 ]
+
+
+class Fix(StrEnum):
+    """Something the caller can set to get past an error.
+
+    Errors list theirs in `ServiceError.fix` and never spell them out in the message: the
+    command line says ``--schema DB`` where HTTP says ``"database": "db"``, so each surface
+    renders the hint in its own names.
+    """
+
+    DATABASE = "database"
+    """Name the database of a table given without one."""
+    REGISTER_TABLE = "register_table"
+    """Register the table's schemas from its CREATE TABLE first."""
+    REGISTER_ON_CONVERT = "register_on_convert"
+    """Let convert register the schemas of tables the registry does not have yet."""
+    DECIMAL_STRING = "decimal_handling_mode_string"
+    """Generate DECIMAL columns as strings (no precision or scale needed)."""
+    REGISTRY_PATH = "registry_path"
+    """Point the embedded registry at a file in an existing, writable directory."""
 
 
 class ServiceError(Exception):
@@ -33,21 +57,26 @@ class ServiceError(Exception):
         code: stable identifier of the failure kind (``snake_case``).
         message: one human sentence that names what is at fault.
         details: structured facts (column, position, ...) for machine consumers.
+        fix: what the caller can set to get past the error, if anything (any one will do).
     """
 
     code: ClassVar[str] = "service_error"
 
-    def __init__(self, message: str, **details: Any) -> None:
+    def __init__(self, message: str, *, fix: Iterable[Fix] = (), **details: Any) -> None:
         super().__init__(message)
         self.message = message
         self.details = {k: v for k, v in details.items() if v is not None}
+        self.fix = tuple(dict.fromkeys(fix))
 
     def __str__(self) -> str:
         return self.message
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the error as a JSON-able mapping (`code`, `message` and the details)."""
-        return {"code": self.code, "message": self.message, **self.details}
+        """Return the error as a JSON-able mapping (`code`, `message`, the details, `fix`)."""
+        out = {"code": self.code, "message": self.message, **self.details}
+        if self.fix:
+            out["fix"] = [f.value for f in self.fix]
+        return out
 
 
 class InvalidInputError(ServiceError):
@@ -90,6 +119,12 @@ class InvalidDDLError(InvalidTableError):
     """A DDL statement does not parse or is not a CREATE TABLE."""
 
     code = "invalid_ddl"
+
+
+class MissingDatabaseError(InvalidTableError):
+    """A table is named without its database (``CREATE TABLE t``), which TiCDC always knows."""
+
+    code = "missing_database"
 
 
 class InvalidOptionError(InvalidInputError):

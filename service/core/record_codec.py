@@ -3,8 +3,9 @@
 Compiled once per registered schema (ids are immutable) and reused for every row: one fused
 converter + writer per field, the union branch bytes precomputed, so encoding a row is one
 pass over the fields with no intermediate datum. Decoding uses fastavro's reader and turns
-the datum into plain JSON. Rows are keyed by the record's field names (the column names,
-sanitized as FLAT_AVRO.md §2 says).
+the datum into plain JSON; only when that fails is the body read again field by field
+(`avro_diagnosis`) to name the field, byte offset and reason. Rows are keyed by the record's
+field names (the column names, sanitized as FLAT_AVRO.md §2 says).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import fastavro
 
 from service.core.avro_binary import Writer, union_prefix, writer_for
+from service.core.avro_diagnosis import FieldSpec, diagnose, field_offset
 from service.core.domain import DomainError, decimal_from_text
 from service.core.errors import InvalidValueError, RowValidationError
 from service.core.mysql_types import TypeFamily
@@ -29,20 +31,27 @@ __all__ = ["RecordCodec", "BodyDecodeError"]
 
 _VALUE_ERRORS = (DomainError, TemporalFormatError, UnicodeEncodeError, OverflowError)
 _EXTENSION_WRITERS = tuple((f["name"], writer_for(f["type"])) for f in EXTENSION_FIELDS)
+_EXTENSION_SPECS = tuple(FieldSpec(f["name"], f["type"], None) for f in EXTENSION_FIELDS)
 
 
 class BodyDecodeError(ValueError):
-    """An Avro body that does not decode with its schema; `offset` is where reading stopped."""
+    """An Avro body that does not decode with its schema.
 
-    def __init__(self, message: str, offset: int) -> None:
+    Attributes:
+        offset: where reading stopped, counted from the start of the data given to `decode`.
+        field: the field at fault, or None (bytes left over after the record).
+    """
+
+    def __init__(self, message: str, offset: int, field: str | None = None) -> None:
         super().__init__(message)
-        self.offset = offset
+        self.offset, self.field = offset, field
 
 
 class RecordCodec:
     """Encodes and decodes the rows of one flat-avro record schema (key or value)."""
 
-    __slots__ = ("_writers", "_readers", "_names", "_allow_extra", "_parsed", "extension")
+    __slots__ = ("_writers", "_readers", "_names", "_allow_extra", "_parsed", "_specs",
+                 "extension")
 
     def __init__(self, schema: dict[str, Any], *, allow_extra: bool = False) -> None:
         """Compile the codec of a registered record schema.
@@ -69,6 +78,9 @@ class RecordCodec:
         # Read decimals as their raw bytes: formatting the unscaled integer is exact and
         # cheaper than fastavro building a Decimal we would take apart again.
         self._parsed = fastavro.parse_schema(_without_logical_types(schema))
+        self._specs = tuple(FieldSpec(f.column.name, f.avro_type, f.null_branch)
+                            for f in layout.fields) + (_EXTENSION_SPECS if layout.extension
+                                                       else ())
         self.extension = layout.extension
 
     def encode(self, row: Mapping[str, Any], *, update: bool = False,
@@ -95,8 +107,9 @@ class RecordCodec:
             try:
                 parts.append(value_bytes + write(value))
             except _VALUE_ERRORS as exc:
-                errors.append(InvalidValueError(f"column `{name}`: {exc}", column=name,
-                                                reason=str(exc)))
+                reason = _plain(exc)
+                errors.append(InvalidValueError(f"column `{name}`: {reason}", column=name,
+                                                reason=reason))
         if not self._allow_extra and not self._names.issuperset(row):
             for name in sorted(row.keys() - self._names):
                 errors.append(InvalidValueError(f"column `{name}` is not in the table",
@@ -108,30 +121,45 @@ class RecordCodec:
             parts.extend(write(values[name]) for name, write in _EXTENSION_WRITERS)
         return b"".join(parts)
 
-    def decode(self, body: bytes | memoryview) -> dict[str, Any]:
-        """The plain-JSON row (plus extension fields, if any) of an Avro body.
+    def decode(self, data: bytes | memoryview, start: int = 0) -> dict[str, Any]:
+        """The plain-JSON row (plus extension fields, if any) of the Avro body that starts at
+        `start` of `data` and runs to its end (pass a framed message with ``start=5``).
 
         Raises:
-            BodyDecodeError: the body does not match the schema, or bytes are left over.
+            BodyDecodeError: the body does not match the schema, or bytes are left over; the
+                message names the field and the byte offset in `data`, in plain words.
         """
-        stream = io.BytesIO(body)
+        stream = io.BytesIO(data)
+        if start:
+            stream.seek(start)
         try:
             datum = fastavro.schemaless_reader(stream, self._parsed, None)
-        except Exception as exc:  # fastavro raises EOFError, IndexError, ValueError, ...
-            raise BodyDecodeError(
-                f"the body does not match its schema ({type(exc).__name__}: {exc})",
-                stream.tell(),
-            ) from exc
-        if stream.tell() != len(body):
-            raise BodyDecodeError(
-                f"{len(body) - stream.tell()} byte(s) left over after the record", stream.tell()
-            )
+        except Exception as exc:  # fastavro raises EOFError, UnicodeDecodeError, ValueError...
+            raise self._undecodable(data, start, stream.tell()) from exc
+        if stream.tell() != len(data):
+            raise self._undecodable(data, start, stream.tell())
         assert isinstance(datum, dict)  # a fresh dict: converted in place
-        for name, decode in self._readers:
-            value = datum[name]
-            if value is not None:
-                datum[name] = decode(value)
+        name = ""
+        try:
+            for name, decode in self._readers:
+                value = datum[name]
+                if value is not None:
+                    datum[name] = decode(value)
+        except DomainError as exc:  # a value the column cannot hold (BIT too wide, ...)
+            offset = field_offset(data, start, self._specs, name)
+            where = "" if offset is None else f" (the value at byte {offset})"
+            raise BodyDecodeError(f"field `{name}`: {exc}{where}",
+                                  start if offset is None else offset, name) from exc
         return datum
+
+    def _undecodable(self, data: bytes | memoryview, start: int, stopped: int
+                     ) -> BodyDecodeError:
+        """The error of a body fastavro refused, from reading it again field by field."""
+        found = diagnose(data, start, self._specs)
+        if found is None:  # the walk reads it well: only fastavro's stop point is known
+            return BodyDecodeError(f"the body does not match its schema (reading stopped at "
+                                   f"byte {stopped})", stopped)
+        return BodyDecodeError(found.reason, found.offset, found.field)
 
 
 def _codec(field: RecordField) -> tuple[Encoder, Decoder]:
@@ -168,6 +196,16 @@ def _without_logical_types(schema: dict[str, Any]) -> dict[str, Any]:
         return node
 
     return strip(schema)
+
+
+def _plain(exc: Exception) -> str:
+    """The reason of a value error in plain words (never Python's text for its own errors)."""
+    if isinstance(exc, UnicodeEncodeError):  # a lone surrogate (\ud800) has no UTF-8 form
+        return (f"character {exc.start} (U+{ord(exc.object[exc.start]):04X}) is not text "
+                "UTF-8 can carry")
+    if isinstance(exc, OverflowError):
+        return "the number is out of range for its Avro type"
+    return str(exc)
 
 
 def _text_value(value: Any) -> str:

@@ -13,7 +13,7 @@ import orjson
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.core.errors import InvalidTableError
+from service.core.errors import InvalidTableError, MissingDatabaseError
 from service.core.mysql_types import TypeFamily, parse_type_string
 from service.core.table import Column, ColumnType, Index, Table
 
@@ -109,7 +109,14 @@ def table_from_json(document: Any) -> Table:
 
 
 def table_from_spec(spec: TableSchemaSpec) -> Table:
-    """Build a validated `Table` from an already-parsed `TableSchemaSpec`."""
+    """Build a validated `Table` from an already-parsed `TableSchemaSpec`.
+
+    Raises:
+        MissingDatabaseError: ``schema`` is empty (TiCDC always sends the database).
+    """
+    if not spec.schema_:
+        raise MissingDatabaseError(f"TableSchema field `schema` (the database of table "
+                                   f"`{spec.table}`) is empty", field="schema", table=spec.table)
     columns = tuple(_column(c) for c in spec.columns)
     indexes = tuple(
         Index(name=i.name, columns=tuple(i.columns), unique=i.unique or i.primary,

@@ -21,6 +21,7 @@ from service.core.domain import (
     DomainError,
     bit_bytes,
     check_bit,
+    check_double,
     check_int,
     check_length,
     check_year,
@@ -125,6 +126,10 @@ def _require_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             return int(value)
+        if isinstance(value, float) and abs(value) == float("inf"):
+            raise DomainError(f"{value} is out of range (the number overflows)")
+        if isinstance(value, float) and value == value:
+            raise DomainError(f"{value} is not an integer (it has a fraction)")
         raise _type_error("an integer", value)
     return value
 
@@ -172,7 +177,8 @@ def column_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encoder,
             return bit_bytes(check_bit(col_type, number))
 
         def dec_bit(v: bytes) -> str:
-            return base64.b64encode(bit_bytes(int.from_bytes(v, "big"), width=width)).decode()
+            number = check_bit(col_type, int.from_bytes(v, "big"))
+            return base64.b64encode(bit_bytes(number, width=width)).decode()
 
         return enc_bit, dec_bit
     if family is TypeFamily.TEMPORAL:
@@ -184,7 +190,7 @@ def column_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encoder,
         return _blob_encoder(col_type), (lambda v: base64.b64encode(v).decode("ascii"))
     simple: dict[TypeFamily, Encoder] = {
         TypeFamily.FLOAT: lambda v: to_float32(_require_number(v)),
-        TypeFamily.DOUBLE: lambda v: _finite(_require_number(v)),
+        TypeFamily.DOUBLE: lambda v: check_double(_require_number(v)),
         TypeFamily.ENUM: lambda v: normalize_enum(col_type, _require_str(v)),
         TypeFamily.SET: lambda v: normalize_set(col_type, _require_str(v)),
         TypeFamily.JSON: _json_text,
@@ -204,12 +210,6 @@ def _require_number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _type_error("a number", value)
     return float(value)
-
-
-def _finite(value: float) -> float:
-    if value != value or value in (float("inf"), float("-inf")):
-        raise DomainError(f"{value} is not a finite number")
-    return value
 
 
 def _json_text(value: Any) -> str:
@@ -255,13 +255,23 @@ def _integer_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encode
 
         return encode_int, identity
     if options.bigint_unsigned_handling_mode is BigintUnsignedHandlingMode.STRING:
-        return (lambda v: str(check_int(col_type, _require_int(v)))), int
+        return (lambda v: str(check_int(col_type, _require_int(v)))), _integer_text_decoder(
+            col_type)
 
     def encode_long(value: Any) -> int:
         number = check_int(col_type, _require_int(value))
         return number - _TWO_64 if number >= 1 << 63 else number  # the int64 bit pattern
 
     return encode_long, (lambda v: v + _TWO_64 if v < 0 else v)
+
+
+def _integer_text_decoder(col_type: ColumnType) -> Decoder:
+    def decode(text: str) -> int:
+        if text.isascii() and text.isdigit():
+            return check_int(col_type, int(text))
+        raise DomainError(f"{text[:40]!r} is not an unsigned integer")
+
+    return decode
 
 
 def _decimal_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encoder, Decoder]:

@@ -1,14 +1,17 @@
 """`SchemaRegistry` over HTTP, for any Confluent-compatible registry (Confluent, Karapace, ...).
 
 Retries connect errors, timeouts, 408, 429 and 5xx with capped exponential backoff and full
-jitter inside a total time budget, never other 4xx; maps Confluent ``error_code``s to our
-registry errors; caches id -> schema for the process life (ids are immutable) and
-(subject, schema) -> registration, with one registry call for concurrent requests of one id.
+jitter inside a total time budget, never other 4xx, and stops at once when the circuit breaker
+opens (a registry that cannot be reached fails calls at once instead of after the whole budget:
+see `Breaker`); maps Confluent ``error_code``s to our registry errors; caches id -> schema for
+the process life (ids are immutable) and (subject, schema) -> registration, with one registry
+call for concurrent requests of one id.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ from urllib.parse import quote
 import httpx
 
 from service.core.lru import LRU
+from service.registry.breaker import Breaker
 from service.registry.canonical import canonical_schema
 from service.registry.compatibility import (
     CompatibilityLevel,
@@ -36,6 +40,10 @@ from service.registry.model import RegisteredSchema, RegistryMode
 __all__ = ["RegistryClientConfig", "HttpSchemaRegistry"]
 
 _RETRY_STATUSES = frozenset({408, 429})
+_GATEWAY_DOWN = frozenset({502, 503, 504})
+"""Answers that count as unreachable for the breaker: a proxy or load balancer saying the
+registry behind it is down. Other 5xx do not (the registry is up; Confluent answers 500 to writes
+while its Kafka store is down yet still serves reads), and 4xx never do."""
 _ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, " \
           "application/json"
 
@@ -53,6 +61,8 @@ class RegistryClientConfig:
         retry_budget: total seconds a call may spend retrying.
         backoff_initial, backoff_max: the backoff's first and largest delay, in seconds.
         cache_size: how many schemas by id the LRU keeps.
+        breaker_failures: consecutive unreachable attempts that open the circuit breaker.
+        breaker_seconds: how long calls then fail at once before one probes the registry.
     """
 
     url: str
@@ -66,6 +76,8 @@ class RegistryClientConfig:
     backoff_initial: float = 0.1
     backoff_max: float = 5.0
     cache_size: int = 10_000
+    breaker_failures: int = 3
+    breaker_seconds: float = 5.0
 
     def __repr__(self) -> str:  # never show credentials
         return f"RegistryClientConfig(url={self.url!r}, auth={'yes' if self._auth() else 'no'})"
@@ -92,6 +104,8 @@ class HttpSchemaRegistry:
         self._by_id = LRU(config.cache_size)
         self._ids = LRU(config.cache_size)
         self._inflight: dict[int, asyncio.Future[str]] = {}
+        self.breaker = Breaker(self.url, failures=config.breaker_failures,
+                               seconds=config.breaker_seconds)
         self.calls = 0
         self.cache_hits = 0
 
@@ -99,35 +113,74 @@ class HttpSchemaRegistry:
         """Close the connection pool."""
         await self._http.aclose()
 
+    async def probe(self, timeout: float) -> None:
+        """One cheap call (``GET /config``) with `timeout` and no retry, through the breaker
+        (so it fails at once while the breaker is open, and its outcome counts).
+
+        Raises:
+            RegistryUnavailableError: the registry cannot be reached, or the breaker is open.
+            RegistryError: the registry answered with an error.
+        """
+        await self._request("GET", "config", timeout=timeout, budget=0)
+
     # -- transport ------------------------------------------------------------------------
     async def _request(self, method: str, path: str, *, json: Any = None,
-                       params: dict[str, str] | None = None) -> Any:
-        deadline = time.monotonic() + self._config.retry_budget
+                       params: dict[str, str] | None = None,
+                       timeout: float | None = None, budget: float | None = None) -> Any:
+        """Send, retrying for `budget` seconds; `timeout` and `budget` default to the config."""
+        deadline = time.monotonic() + (self._config.retry_budget if budget is None else budget)
         delay = self._config.backoff_initial
         while True:
-            self.calls += 1
+            probe = self.breaker.admit()  # raises at once while the breaker is open
             try:
-                response = await self._http.request(method, path, json=json, params=params)
-            except (httpx.TransportError, httpx.TimeoutException) as exc:
-                failure: RegistryError = RegistryUnavailableError(
-                    f"schema registry at {self._safe_url()} is unreachable: "
-                    f"{type(exc).__name__}")
-                cause: BaseException | None = exc
+                response = await self._attempt(
+                    probe, method, path, json=json, params=params,
+                    timeout=self._config.timeout if timeout is None else timeout)
+            except RegistryUnavailableError as exc:
+                failure: RegistryError = exc
             else:
                 if response.status_code < 400:
                     return response.json() if response.content else None
-                failure, cause = self._error_of(response), None
-                retryable = response.status_code in _RETRY_STATUSES or \
-                    response.status_code >= 500
-                if not retryable:
+                failure = self._error_of(response)
+                if response.status_code not in _RETRY_STATUSES and response.status_code < 500:
                     raise failure
+            if self.breaker.state != "closed":  # this failure opened it: no use waiting
+                raise self.breaker.error() from failure
             pause = random.uniform(0, delay)
-            if time.monotonic() + pause > deadline:
-                raise failure from cause
+            if time.monotonic() + pause >= deadline:
+                raise failure
             await asyncio.sleep(pause)
             delay = min(delay * 2, self._config.backoff_max)
 
-    def _safe_url(self) -> str:
+    async def _attempt(self, probe: bool, method: str, path: str, **send: Any
+                       ) -> httpx.Response:
+        """One request, its outcome told to the breaker (`probe`: it is the breaker's probe).
+
+        Raises:
+            RegistryUnavailableError: the registry could not be reached.
+        """
+        self.calls += 1
+        try:
+            response = await self._http.request(method, path, **send)
+        except httpx.TransportError as exc:
+            reason = _reason(exc)
+            self.breaker.failed(reason)
+            raise RegistryUnavailableError(
+                f"schema registry at {self.url} is unreachable: {reason}",
+                url=self.url, reason=reason) from exc
+        except BaseException:  # cancelled: it learnt nothing, so another call may probe
+            if probe:
+                self.breaker.abandoned()
+            raise
+        if response.status_code in _GATEWAY_DOWN:
+            self.breaker.failed(f"answered {response.status_code}")
+        else:
+            self.breaker.succeeded()
+        return response
+
+    @property
+    def url(self) -> str:
+        """The registry's URL, without credentials (for messages)."""
         url = httpx.URL(self._config.url)
         return str(url.copy_with(username=None, password=None))
 
@@ -191,6 +244,11 @@ class HttpSchemaRegistry:
         finally:
             del self._inflight[schema_id]
 
+    async def uses_of(self, schema_id: int, *, deleted: bool = False) -> list[tuple[str, int]]:
+        body = await self._request("GET", f"schemas/ids/{schema_id}/versions",
+                                   params={"deleted": _b(deleted)})
+        return [(str(use["subject"]), int(use["version"])) for use in body]
+
     async def get_version(self, subject: str, version: VersionSpec = "latest", *,
                           deleted: bool = False) -> RegisteredSchema:
         body = await self._request("GET", f"subjects/{_q(subject)}/versions/{version}",
@@ -246,6 +304,21 @@ class HttpSchemaRegistry:
     async def set_mode(self, mode: RegistryMode, subject: str | None = None) -> RegistryMode:
         path = "mode" if subject is None else f"mode/{_q(subject)}"
         return RegistryMode((await self._request("PUT", path, json={"mode": mode.value}))["mode"])
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    """How an attempt failed, in words: ``connection refused``, ``read timeout``, ..."""
+    if isinstance(exc, httpx.TimeoutException):
+        return {httpx.ConnectTimeout: "connect timeout", httpx.ReadTimeout: "read timeout",
+                httpx.WriteTimeout: "write timeout",
+                httpx.PoolTimeout: "no free connection in time"}.get(type(exc), "timeout")
+    cause: BaseException | None = exc
+    while cause is not None:  # the OS error under httpx's and httpcore's wrappers
+        if isinstance(cause, OSError) and cause.errno:
+            text = os.strerror(cause.errno) if cause.errno > 0 else str(cause.strerror)
+            return text.lower()
+        cause = cause.__cause__ or cause.__context__
+    return str(exc).lower() or type(exc).__name__
 
 
 def _q(subject: str) -> str:

@@ -6,7 +6,7 @@ codes back into the same classes, so callers handle one set of types whatever th
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from service.core.errors import InvalidInputError, ServiceError
 
@@ -98,9 +98,14 @@ class InvalidSubjectError(RegistryError, InvalidInputError):
 
 
 class RegistryUnavailableError(RegistryError):
-    """The registry could not be reached (connect error, timeout, retries exhausted)."""
+    """The registry could not be reached (connect error, timeout, retries exhausted, or the
+    client's circuit breaker open); `retry_after` is when to try again, in seconds, if known."""
 
     code, registry_code = "registry_unavailable", 50003
+
+    def __init__(self, message: str, *, retry_after: int | None = None, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.retry_after = retry_after
 
 
 class RegistryServerError(RegistryError):

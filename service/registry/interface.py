@@ -29,6 +29,10 @@ class SchemaRegistry(Protocol):
         """The schema text of a global id (soft-deleted ones still resolve)."""
         ...
 
+    async def uses_of(self, schema_id: int, *, deleted: bool = False) -> list[tuple[str, int]]:
+        """The (subject, version) pairs that hold a global id (``/schemas/ids/{id}/versions``)."""
+        ...
+
     async def get_version(self, subject: str, version: VersionSpec = "latest", *,
                           deleted: bool = False) -> RegisteredSchema:
         """One version of a subject (``latest`` = newest live one)."""

@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from service.api.convert_models import CONVERT_EXAMPLES
+from service.core.ddl import table_from_ddl
+from tests.cdc.builders import canal_messages
 from tests.cdc.conftest import frame_open_protocol
 from tests.cli.test_schema_cmd import run
+
+PRICES = table_from_ddl("CREATE TABLE shop.prices (id INT PRIMARY KEY, price DECIMAL(10,2))")
 
 
 def _ndjson(path: Path, messages: list[dict[str, str | None]]) -> str:
@@ -56,3 +62,52 @@ def test_a_bad_input_line_is_named(tmp_path: Path) -> None:
     done = run("convert", "--protocol", "simple", "--registry-file",
                str(tmp_path / "r.sqlite"), str(source))
     assert done.returncode == 2 and done.stdout == "" and "line 2" in done.stderr
+
+
+def _decimal_insert() -> dict[str, str | None]:
+    """A Canal-JSON INSERT in TiCDC's default mode: ``decimal`` without precision or scale."""
+    [value] = canal_messages(PRICES, [("insert", {"id": 1, "price": "9.90"}, None, 1 << 40)])
+    return {"key": None, "value": value}
+
+
+def test_hints_name_the_command_line_flags(tmp_path: Path) -> None:
+    source = _ndjson(tmp_path / "in.ndjson", [_decimal_insert()])
+    convert = ["convert", "--protocol", "canal-json", "--registry-file",
+               str(tmp_path / "r.sqlite"), source]
+    unregistered = run(*convert)
+    [line] = unregistered.stderr.splitlines()
+    assert unregistered.returncode == 2 and "[unconvertible_messages]" in line
+    assert "convert with --register" in line and "register=true" not in line
+    no_precision = run(*convert, "--register")
+    [line] = no_precision.stderr.splitlines()
+    assert no_precision.returncode == 2 and "[unconvertible_messages]" in line
+    assert "--decimal-handling-mode string" in line and "decimal_handling_mode" not in line
+    done = run(*convert, "--register", "--decimal-handling-mode", "string")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["topic"] == "tidb_shop_prices"
+
+
+def test_a_registry_file_in_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    source = _ndjson(tmp_path / "in.ndjson", [_decimal_insert()])
+    typo = tmp_path / "regsitry" / "r.sqlite"
+    done = run("convert", "--protocol", "canal-json", "--registry-file", str(typo),
+               "--register", "--decimal-handling-mode", "string", source)
+    assert (done.returncode, done.stdout) == (2, "")
+    [line] = done.stderr.splitlines()
+    assert line.startswith("flatavro: error [registry_store_unavailable]: ")
+    assert str(typo) in line and "--registry-file" in line
+    assert not typo.parent.exists()
+
+
+@pytest.mark.parametrize("where", ["under a file", "not a database", "a directory"])
+def test_a_registry_file_that_cannot_be_used_is_refused(tmp_path: Path, where: str) -> None:
+    source = Path(_ndjson(tmp_path / "in.ndjson", [_decimal_insert()]))
+    before = source.read_bytes()
+    path = {"under a file": source / "r.sqlite", "not a database": source,
+            "a directory": tmp_path}[where]
+    done = run("convert", "--protocol", "canal-json", "--registry-file", str(path), str(source))
+    assert (done.returncode, done.stdout) == (2, "")
+    [line] = done.stderr.splitlines()
+    assert "[registry_store_unavailable]" in line and str(path) in line
+    assert source.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["in.ndjson"]

@@ -55,8 +55,9 @@ def test_stdin_and_no_key_table() -> None:
 @pytest.mark.parametrize(
     ("args", "stdin", "needle"),
     [
-        (["--ddl", "-"], "CREATE TABLE t (a INT, g GEOMETRY)", "[unsupported_type]"),
-        (["--ddl", "-"], "CREATE TABLE t (a INT", "[invalid_ddl]"),
+        (["--ddl", "-"], "CREATE TABLE d.t (a INT, g GEOMETRY)", "[unsupported_type]"),
+        (["--ddl", "-"], "CREATE TABLE d.t (a INT", "[invalid_ddl]"),
+        (["--ddl", "-"], "CREATE TABLE t (a INT)", "[missing_database]"),
         (["--table", "-"], '{"schema": 1', "[invalid_table]"),
         (["--table", "/nonexistent/t.json"], None, "cannot read"),
     ],
@@ -74,3 +75,15 @@ def test_bad_option_value_exits_2() -> None:
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert "invalid choice" in line and "--decimal-handling-mode" in line
+
+
+def test_a_ddl_without_a_database_is_refused_with_the_cli_fix() -> None:
+    ddl = "CREATE TABLE orders (id INT PRIMARY KEY)"
+    done = run("schema", "generate", "--ddl", "-", stdin=ddl)
+    assert (done.returncode, done.stdout) == (2, "")
+    [line] = done.stderr.splitlines()
+    assert line.startswith("flatavro: error [missing_database]: ")
+    assert "`orders`" in line and "--schema DB" in line and '"database"' not in line
+    fixed = run("schema", "generate", "--ddl", "-", "--schema", "shop", stdin=ddl)
+    assert fixed.returncode == 0, fixed.stderr
+    assert json.loads(fixed.stdout)["value_schema"]["namespace"] == "default.shop"

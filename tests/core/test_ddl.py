@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from service.core.ddl import table_from_ddl
-from service.core.errors import InvalidDDLError, InvalidTableError, UnsupportedTypeError
+from service.core.errors import (
+    Fix,
+    InvalidDDLError,
+    InvalidTableError,
+    MissingDatabaseError,
+    UnsupportedTypeError,
+)
 from service.core.mysql_types import MySQLType, TypeFamily
 
 
@@ -29,7 +35,7 @@ def test_types_with_parameters_flags_and_members() -> None:
 
 
 def test_mysql_synonyms() -> None:
-    t = table_from_ddl("CREATE TABLE t (a REAL, `b` DOUBLE PRECISION, c INTEGER, d BOOLEAN,"
+    t = table_from_ddl("CREATE TABLE d.t (a REAL, `b` DOUBLE PRECISION, c INTEGER, d BOOLEAN,"
                        " e NUMERIC(6,2), f SERIAL)")
     assert [c.type.base for c in t.columns] == [
         MySQLType.DOUBLE, MySQLType.DOUBLE, MySQLType.INT, MySQLType.TINYINT,
@@ -40,7 +46,7 @@ def test_mysql_synonyms() -> None:
 
 def test_defaults_and_nullability() -> None:
     t = table_from_ddl(
-        "CREATE TABLE t (a INT NOT NULL DEFAULT -5, b VARCHAR(3) DEFAULT NULL, c BIT(3) DEFAULT"
+        "CREATE TABLE d.t (a INT NOT NULL DEFAULT -5, b VARCHAR(3) DEFAULT NULL, c BIT(3) DEFAULT"
         " b'101', d TIMESTAMP NULL DEFAULT CURRENT_TIMESTAMP, e VARCHAR(4) DEFAULT 'null',"
         " f TINYINT DEFAULT TRUE, g BLOB DEFAULT X'00FF', h INT)"
     )
@@ -56,12 +62,12 @@ def test_defaults_and_nullability() -> None:
 
 
 def test_inline_table_level_and_composite_keys() -> None:
-    t = table_from_ddl("CREATE TABLE t (a INT, b INT, c INT UNIQUE, PRIMARY KEY (b, a))")
+    t = table_from_ddl("CREATE TABLE d.t (a INT, b INT, c INT UNIQUE, PRIMARY KEY (b, a))")
     assert [c.name for c in t.key_columns()] == ["a", "b"]
     assert not t.column("a").nullable and not t.column("b").nullable  # PK implies NOT NULL
-    t = table_from_ddl("CREATE TABLE t (a INT PRIMARY KEY, b INT)")
+    t = table_from_ddl("CREATE TABLE d.t (a INT PRIMARY KEY, b INT)")
     assert [c.name for c in t.key_columns()] == ["a"]
-    t = table_from_ddl("CREATE TABLE t (a INT NOT NULL, CONSTRAINT u1 UNIQUE KEY (a))")
+    t = table_from_ddl("CREATE TABLE d.t (a INT NOT NULL, CONSTRAINT u1 UNIQUE KEY (a))")
     assert [c.name for c in t.key_columns()] == ["a"]
 
 
@@ -74,17 +80,18 @@ def test_tidb_extras_are_tolerated() -> None:
         " SHARD_ROW_ID_BITS=4;"
     )
     assert [c.name for c in t.columns] == ["id", "v"]
-    t2 = table_from_ddl("CREATE TABLE t (id BIGINT AUTO_RANDOM PRIMARY KEY NONCLUSTERED)")
+    t2 = table_from_ddl("CREATE TABLE d.t (id BIGINT AUTO_RANDOM PRIMARY KEY NONCLUSTERED)")
     assert [c.name for c in t2.key_columns()] == ["id"]
 
 
 def test_table_charset_binary_makes_text_columns_binary() -> None:
-    t = table_from_ddl("CREATE TABLE t (a VARCHAR(3), b TEXT) DEFAULT CHARSET=binary")
+    t = table_from_ddl("CREATE TABLE d.t (a VARCHAR(3), b TEXT) DEFAULT CHARSET=binary")
     assert {c.type.family for c in t.columns} == {TypeFamily.BLOB}
 
 
 def test_virtual_generated_columns_are_not_replicated() -> None:
-    t = table_from_ddl("CREATE TABLE t (a INT, b INT AS (a + 1) VIRTUAL, c INT AS (a * 2) STORED)")
+    t = table_from_ddl("CREATE TABLE d.t (a INT, b INT AS (a + 1) VIRTUAL,"
+                       " c INT AS (a * 2) STORED)")
     assert [c.name for c in t.columns] == ["a", "c"]
 
 
@@ -93,9 +100,23 @@ def test_schema_option_names_an_unqualified_table() -> None:
     assert table_from_ddl("CREATE TABLE x.t (a INT)", schema="shop").schema == "x"
 
 
+@pytest.mark.parametrize("schema", [None, ""])
+def test_a_table_without_a_database_is_refused(schema: str | None) -> None:
+    with pytest.raises(MissingDatabaseError) as err:
+        table_from_ddl("CREATE TABLE t (a INT PRIMARY KEY)", schema=schema)
+    assert err.value.code == "missing_database"
+    assert err.value.details == {"table": "t"}
+    assert err.value.fix == (Fix.DATABASE,)
+    assert err.value.to_dict()["fix"] == ["database"]
+
+
+def test_a_quoted_database_counts() -> None:
+    assert table_from_ddl("CREATE TABLE `my db`.`t` (a INT)").schema == "my db"
+
+
 def test_syntax_error_gives_line_and_column() -> None:
     with pytest.raises(InvalidDDLError) as err:
-        table_from_ddl("CREATE TABLE t (\n  a INT,\n  b VARCHAR(10) DEFAULT 'x' 'y' ]\n)")
+        table_from_ddl("CREATE TABLE d.t (\n  a INT,\n  b VARCHAR(10) DEFAULT 'x' 'y' ]\n)")
     assert err.value.details["line"] == 3
     assert isinstance(err.value.details["column"], int)
     assert "line 3" in err.value.message
@@ -114,16 +135,16 @@ def test_not_a_single_create_table(ddl: str) -> None:
 
 def test_unsupported_type_names_the_column() -> None:
     with pytest.raises(UnsupportedTypeError) as err:
-        table_from_ddl("CREATE TABLE t (id INT, g GEOMETRY)")
+        table_from_ddl("CREATE TABLE d.t (id INT, g GEOMETRY)")
     assert err.value.details["column"] == "g"
 
 
 def test_expression_default_is_refused_naming_the_column() -> None:
     with pytest.raises(InvalidTableError) as err:
-        table_from_ddl("CREATE TABLE t (a INT, u VARCHAR(36) DEFAULT (uuid()))")
+        table_from_ddl("CREATE TABLE d.t (a INT, u VARCHAR(36) DEFAULT (uuid()))")
     assert err.value.details["column"] == "u"
 
 
 def test_two_primary_keys_are_refused() -> None:
     with pytest.raises(InvalidTableError):
-        table_from_ddl("CREATE TABLE t (a INT PRIMARY KEY, b INT, PRIMARY KEY (b))")
+        table_from_ddl("CREATE TABLE d.t (a INT PRIMARY KEY, b INT, PRIMARY KEY (b))")

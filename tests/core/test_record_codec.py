@@ -10,6 +10,7 @@ import pytest
 
 from service.core.avro_binary import long_bytes
 from service.core.errors import RowValidationError
+from service.core.framing import HEADER_SIZE, frame
 from service.core.options import SchemaOptions
 from service.core.record_codec import BodyDecodeError, RecordCodec
 from service.core.record_schema import NotFlatAvroError, record_layout
@@ -99,3 +100,82 @@ def test_a_schema_without_tidb_types_is_not_flat_avro() -> None:
     with pytest.raises(NotFlatAvroError) as caught:
         RecordCodec({"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]})
     assert caught.value.details["field"] == "a"
+
+
+def test_a_decode_error_names_the_field_and_offset_in_plain_words() -> None:
+    codec = RecordCodec(generate_schemas(EDGE_TABLE, PRECISE).value_schema)
+    framed = frame(3, codec.encode(dict(EDGE_ROW, s4="abc")))
+    at = framed.index(b"abc")  # s4's characters; make the second one invalid UTF-8
+    broken = framed[:at + 1] + b"\xfe" + framed[at + 2:]
+    with pytest.raises(BodyDecodeError) as caught:
+        codec.decode(broken, HEADER_SIZE)
+    assert (caught.value.field, caught.value.offset) == ("s4", at + 1)
+    assert str(caught.value) == f"field `s4`: string is not valid UTF-8 at byte {at + 1}"
+
+
+@pytest.mark.parametrize("options", [PRECISE, STRINGS, EXTENDED],
+                         ids=["precise-long", "string-string", "extension"])
+def test_every_cut_of_a_body_names_a_field_never_a_python_exception(options: SchemaOptions
+                                                                    ) -> None:
+    schema = generate_schemas(EDGE_TABLE, options).value_schema
+    codec = RecordCodec(schema)
+    body = codec.encode(EDGE_ROW)
+    names = [f["name"] for f in schema["fields"]]
+    for cut in range(len(body)):
+        with pytest.raises(BodyDecodeError) as caught:
+            codec.decode(body[:cut])
+        assert caught.value.field in names and caught.value.offset == cut
+        assert str(caught.value).startswith(f"field `{caught.value.field}`: ran out of bytes")
+        assert "Error" not in str(caught.value) and "Expected" not in str(caught.value)
+
+
+def test_a_cut_inside_a_decimal_names_the_decimal() -> None:
+    codec = RecordCodec(generate_schemas(EDGE_TABLE, PRECISE).value_schema)
+    body = codec.encode(EDGE_ROW)
+    start = field_start(codec, body, "dec_big")
+    with pytest.raises(BodyDecodeError) as caught:
+        codec.decode(body[:start + 4])  # branch, length, then 2 of the decimal's bytes
+    assert caught.value.field == "dec_big"
+    assert "the bytes value at byte" in str(caught.value)
+
+
+def field_start(codec: RecordCodec, body: bytes, name: str) -> int:
+    """Where `name` starts in `body`, found by cutting the body until the error names it."""
+    return next(cut for cut in range(len(body))
+                if _field_of_cut(codec, body[:cut]) == name)
+
+
+def _field_of_cut(codec: RecordCodec, data: bytes) -> str | None:
+    try:
+        codec.decode(data)
+    except BodyDecodeError as exc:
+        return exc.field
+    return None
+
+
+@pytest.mark.parametrize(("options", "column", "datum_value", "reason"), [
+    (PRECISE, "bit10", b"\x04\x00", "1024 does not fit in BIT(10)"),
+    (STRINGS, "bu", "12a", "'12a' is not an unsigned integer"),
+    (STRINGS, "bu", "18446744073709551616", "out of range for BIGINT UNSIGNED"),
+])
+def test_a_value_the_column_cannot_hold_is_named_with_its_offset(
+        options: SchemaOptions, column: str, datum_value: Any, reason: str) -> None:
+    schema = generate_schemas(EDGE_TABLE, options).value_schema
+    datum = RowCodec.for_value(EDGE_TABLE, options).to_datum(EDGE_ROW)
+    body = fastavro_bytes(schema, dict(datum, **{column: datum_value}))
+    codec = RecordCodec(schema)
+    with pytest.raises(BodyDecodeError) as caught:
+        codec.decode(body)
+    assert caught.value.field == column
+    assert caught.value.offset == field_start(codec, body, column)
+    assert reason in str(caught.value)
+    assert str(caught.value).startswith(f"field `{column}`: ")
+
+
+def test_text_utf8_cannot_carry_is_named_in_plain_words() -> None:
+    codec = RecordCodec(generate_schemas(EDGE_TABLE, PRECISE).value_schema)
+    with pytest.raises(RowValidationError) as caught:
+        codec.encode(dict(EDGE_ROW, txt="ok\ud800"))
+    [error] = caught.value.errors
+    assert error.details == {"column": "txt",
+                             "reason": "character 2 (U+D800) is not text UTF-8 can carry"}

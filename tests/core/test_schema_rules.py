@@ -8,8 +8,10 @@ import pytest
 
 from service.core.ddl import table_from_ddl
 from service.core.errors import InvalidDefaultError, NameCollisionError
+from service.core.mysql_types import MySQLType
 from service.core.options import SchemaOptions
 from service.core.schema import EXTENSION_FIELDS, generate_schemas
+from service.core.table import Column, ColumnType, Table
 
 STRING_MODES = SchemaOptions.from_strings(
     decimal_handling_mode="string", bigint_unsigned_handling_mode="string"
@@ -160,12 +162,13 @@ def test_record_name_namespace_and_field_names_are_sanitized() -> None:
 
 
 def test_namespace_without_schema_is_the_first_part_only() -> None:
-    table = table_from_ddl("CREATE TABLE t (a INT)")
+    # A CREATE TABLE must name its database; a Table built by hand still may not.
+    table = Table("", "t", (Column("a", ColumnType(MySQLType.INT)),))
     assert generate_schemas(table).value_schema["namespace"] == "default"
 
 
 def test_columns_sanitizing_to_one_name_are_refused_naming_both() -> None:
-    table = table_from_ddl("CREATE TABLE t (`a.b` INT, `a-b` INT)")
+    table = table_from_ddl("CREATE TABLE db.t (`a.b` INT, `a-b` INT)")
     with pytest.raises(NameCollisionError) as err:
         generate_schemas(table)
     assert err.value.code == "avro_name_collision"
@@ -173,7 +176,7 @@ def test_columns_sanitizing_to_one_name_are_refused_naming_both() -> None:
 
 
 def test_column_colliding_with_an_extension_field_is_refused() -> None:
-    table = table_from_ddl("CREATE TABLE t (_tidb_op INT)")
+    table = table_from_ddl("CREATE TABLE db.t (_tidb_op INT)")
     generate_schemas(table)  # fine without the extension
     with pytest.raises(NameCollisionError):
         generate_schemas(table, SchemaOptions(enable_tidb_extension=True))
@@ -183,14 +186,14 @@ def test_column_colliding_with_an_extension_field_is_refused() -> None:
 @pytest.mark.parametrize(
     ("ddl", "key"),
     [
-        ("CREATE TABLE t (b INT, a INT, PRIMARY KEY (a, b))", ("b", "a")),  # table order
-        ("CREATE TABLE t (a INT PRIMARY KEY, b INT NOT NULL UNIQUE)", ("a",)),
-        ("CREATE TABLE t (a INT NOT NULL, b INT NOT NULL, c INT NOT NULL,"
+        ("CREATE TABLE db.t (b INT, a INT, PRIMARY KEY (a, b))", ("b", "a")),  # table order
+        ("CREATE TABLE db.t (a INT PRIMARY KEY, b INT NOT NULL UNIQUE)", ("a",)),
+        ("CREATE TABLE db.t (a INT NOT NULL, b INT NOT NULL, c INT NOT NULL,"
          " UNIQUE KEY (a, b), UNIQUE KEY (c))", ("c",)),
-        ("CREATE TABLE t (a INT NOT NULL, b INT NOT NULL, UNIQUE KEY (b), UNIQUE KEY (a))",
+        ("CREATE TABLE db.t (a INT NOT NULL, b INT NOT NULL, UNIQUE KEY (b), UNIQUE KEY (a))",
          ("b",)),
-        ("CREATE TABLE t (a INT, b INT NOT NULL, UNIQUE KEY (a))", ()),
-        ("CREATE TABLE t (a INT, KEY (a))", ()),
+        ("CREATE TABLE db.t (a INT, b INT NOT NULL, UNIQUE KEY (a))", ()),
+        ("CREATE TABLE db.t (a INT, KEY (a))", ()),
     ],
 )
 def test_key_columns(ddl: str, key: tuple[str, ...]) -> None:
@@ -205,7 +208,7 @@ def test_key_columns(ddl: str, key: tuple[str, ...]) -> None:
 
 # §6: extension fields.
 def test_extension_fields_follow_all_columns_in_value_only() -> None:
-    table = table_from_ddl("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
+    table = table_from_ddl("CREATE TABLE db.t (id INT PRIMARY KEY, v TEXT)")
     pair = generate_schemas(table, SchemaOptions(enable_tidb_extension=True))
     assert pair.value_schema["fields"][-3:] == [
         {"default": "", "name": "_tidb_op", "type": "string"},

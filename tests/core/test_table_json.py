@@ -10,6 +10,7 @@ import pytest
 from service.core.errors import (
     DuplicateColumnError,
     InvalidTableError,
+    MissingDatabaseError,
     UnsupportedTypeError,
 )
 from service.core.mysql_types import MySQLType
@@ -163,3 +164,11 @@ def test_not_json_gives_the_position() -> None:
     with pytest.raises(InvalidTableError) as err:
         table_from_json_text('{"schema": "a",, }')
     assert err.value.details["position"] == 15
+
+
+def test_an_empty_schema_is_refused_naming_the_field() -> None:
+    doc = dict(SEED_TABLE, schema="")
+    with pytest.raises(MissingDatabaseError) as err:
+        table_from_json(doc)
+    assert err.value.code == "missing_database"
+    assert err.value.details == {"field": "schema", "table": "user"}

@@ -153,7 +153,17 @@ BAD_VALUES = [
     ("f", "3.14", "number"),
     ("f", 1e39, "FLOAT"),
     ("dec_neg", "123456789.00", "integer digits"),
+    ("dec_neg", "1e400", "out of range for DECIMAL(10,2): at most 8 integer digits"),
+    ("dec_neg", "-123456789.5", "out of range for DECIMAL(10,2): at most 8 integer digits"),
+    ("dec_neg", 10**70, "out of range for DECIMAL(10,2)"),
     ("dec_neg", "1.005", "fractional digits"),
+    ("dec_neg", "1e-400", "would be rounded"),
+    ("d", float("inf"), "inf is out of range for DOUBLE"),
+    ("d", float("-inf"), "-inf is out of range for DOUBLE"),
+    ("f", float("inf"), "inf is out of range for FLOAT"),
+    ("i_max", 1.5, "1.5 is not an integer"),
+    ("bi_min", float("inf"), "out of range"),
+    ("bi_max", 1e19, "out of range for BIGINT"),
     ("dec_neg", 1.5, "decimal string"),
     ("dec_neg", "abc", "not a decimal"),
     ("dec_neg", "NaN", "finite"),
@@ -201,3 +211,28 @@ def test_missing_nullable_column_is_null() -> None:
     row = dict(EDGE_ROW)
     del row["n_null"]
     assert RowCodec.for_value(EDGE_TABLE, PRECISE).to_datum(row)["n_null"] is None
+
+
+PRICE_TABLE = table_from_ddl("CREATE TABLE db.p (price DECIMAL(12,2))")
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("1e400", "1E+400 is out of range for DECIMAL(12,2): at most 10 integer digits (it has 401)"),
+    ("12345678901.5",
+     "12345678901.5 is out of range for DECIMAL(12,2): at most 10 integer digits (it has 11)"),
+    ("9999999999.999",
+     "9999999999.999 has more fractional digits than DECIMAL(12,2) keeps (2); it would be "
+     "rounded"),
+])
+def test_decimal_out_of_range_is_not_called_rounding(text: str, reason: str) -> None:
+    with pytest.raises(RowValidationError) as err:
+        RowCodec.for_value(PRICE_TABLE, PRECISE).to_datum({"price": text})
+    assert [e.details["reason"] for e in err.value.errors] == [reason]
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("0e400", "0.00"), ("9999999999.990", "9999999999.99"), ("-1E+9", "-1000000000.00"),
+    ("0.10", "0.10"),
+])
+def test_decimals_that_fit_are_kept_exactly(text: str, kept: str) -> None:
+    assert RowCodec.for_value(PRICE_TABLE, STRINGS).to_datum({"price": text}) == {"price": kept}

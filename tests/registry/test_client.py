@@ -97,10 +97,11 @@ def test_registry_down_fails_fast_within_the_budget_without_leaking_secrets() ->
 
 
 class Flaky:
-    """A server that answers 503 a set number of times, then serves schema 1; counts hits."""
+    """A server that answers `status` (503) a set number of times, then serves schema 1;
+    counts hits."""
 
-    def __init__(self, failures: int) -> None:
-        self.failures, self.hits = failures, 0
+    def __init__(self, failures: int, status: int = 503) -> None:
+        self.failures, self.status, self.hits = failures, status, 0
         self.auth: list[str | None] = []
 
     async def schema(self, request: Request) -> JSONResponse:
@@ -108,7 +109,8 @@ class Flaky:
         self.auth.append(request.headers.get("authorization"))
         await asyncio.sleep(0.05)
         if self.hits <= self.failures:
-            return JSONResponse({"error_code": 50003, "message": "busy"}, status_code=503)
+            return JSONResponse({"error_code": 50003, "message": "busy"},
+                                status_code=self.status)
         return JSONResponse({"schema": A})
 
     async def missing(self, request: Request) -> JSONResponse:
@@ -138,7 +140,7 @@ def test_503_then_200_is_retried_and_concurrent_requests_make_one_call() -> None
 
 
 def test_5xx_until_the_budget_runs_out_and_4xx_never_retried() -> None:
-    flaky = Flaky(failures=1000)
+    flaky = Flaky(failures=1000, status=500)  # 503s would open the breaker: test_breaker.py
 
     async def scenario(served: ServedApp) -> None:
         sr = client(served.url, retry_budget=0.3, backoff_initial=0.01)

@@ -22,10 +22,13 @@ async def healthz() -> Response:
 
 
 @router.get("/readyz", operation_id="readyz", summary="Readiness",
-            description="200 when the registry answers; 503 (with Retry-After) when it "
-                        "cannot be reached, 502 when it fails.",
+            description="200 when the registry answers; else 503 `not_ready` (with "
+                        "Retry-After) within a second, its `dependencies` naming the registry "
+                        "and why (`unreachable`, `failing`, `refused`). One registry call "
+                        "with a short timeout and no retry; none while the circuit breaker "
+                        "is open.",
             responses={200: {"content": {"application/json": {"example": {"status": "ok"}}}},
-                       **problem(502, 503)})
+                       **problem(503)})
 async def readyz(runtime: RuntimeDep) -> Response:
     await runtime.ready()
     return Response(_OK, media_type="application/json")

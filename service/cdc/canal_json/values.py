@@ -26,9 +26,14 @@ def _integer(text: str) -> int:
 
 
 def _float(text: str) -> float:
-    number = float(text)
-    if number != number or number in (float("inf"), float("-inf")):
-        raise ValueError("not a finite number")
+    try:
+        number = float(text)
+    except ValueError as exc:  # Python's text names float(): say it plainly
+        raise ValueError("not a number") from exc
+    if number != number:
+        raise ValueError("not a number")
+    if number in (float("inf"), float("-inf")):  # 1e400: out of range, not infinite
+        raise ValueError("out of range: beyond ±1.7976931348623157e+308")
     return number
 
 

@@ -33,9 +33,14 @@ def _integer(value: Any) -> int:
 def _float(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError("not a number")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError("not a finite number")
+    try:
+        number = float(value)
+    except ValueError as exc:  # Python's text names float(): say it plainly
+        raise ValueError("not a number") from exc
+    if math.isnan(number):
+        raise ValueError("not a number")
+    if math.isinf(number):  # 1e400: out of range, not infinite
+        raise ValueError("out of range: beyond ±1.7976931348623157e+308")
     return number
 
 

@@ -76,7 +76,12 @@ class EmbeddedRegistry:
     """A Confluent-compatible registry persisted in SQLite (usable in-process or over REST)."""
 
     def __init__(self, path: str | Path) -> None:
-        """Open the registry stored at `path` (``:memory:`` keeps it in memory)."""
+        """Open the registry stored at `path` (``:memory:`` keeps it in memory).
+
+        Raises:
+            RegistryStoreError: the file's directory does not exist, or the file cannot be
+                opened, created or written.
+        """
         self._store = RegistryStore(path)
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """SQLite storage of the embedded registry: schemas by id, subject versions, config and mode.
 
 One connection in WAL mode, guarded by a lock; every write runs in one ``BEGIN IMMEDIATE``
-transaction, so a crash never leaves a half-registered schema.
+transaction, so a crash never leaves a half-registered schema. A file that cannot be used is
+refused when the store opens, naming the path; a missing directory is never created.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["RegistryStore", "VersionRow"]
+from service.core.errors import Fix, ServiceError
+
+__all__ = ["RegistryStore", "RegistryStoreError", "VersionRow"]
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS schemas (
@@ -34,6 +37,12 @@ CREATE TABLE IF NOT EXISTS mode (subject TEXT PRIMARY KEY, mode TEXT NOT NULL);
 """
 GLOBAL = ""
 """The subject key under which global config and mode are stored."""
+
+
+class RegistryStoreError(ServiceError):
+    """The registry's SQLite file cannot be opened, created or written (`path` names it)."""
+
+    code = "registry_store_unavailable"
 
 
 class VersionRow(tuple[int, int, str, bool]):
@@ -62,15 +71,16 @@ class RegistryStore:
     """Typed reads and transactional writes over the registry's SQLite file."""
 
     def __init__(self, path: str | Path) -> None:
-        """Open (creating if needed) the database at `path` (``:memory:`` for tests)."""
-        if str(path) != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        """Open the database at `path`, creating the file (not its directory) if needed.
+
+        ``:memory:`` keeps it in memory (tests).
+
+        Raises:
+            RegistryStoreError: the directory does not exist, or the file cannot be opened,
+                created or written, or is not a SQLite database.
+        """
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(_DDL)
+        self._db = _open(str(path))
 
     def close(self) -> None:
         """Close the database."""
@@ -178,3 +188,45 @@ class RegistryStore:
                     f"INSERT INTO {table} (subject, {column}) VALUES (?, ?) "
                     f"ON CONFLICT(subject) DO UPDATE SET {column} = excluded.{column}",
                     (subject, value))
+
+
+def _open(path: str) -> sqlite3.Connection:
+    """Connect, set WAL mode and create the tables in one write transaction, which also
+    proves the file writable; nothing is created when the directory is missing (a mistyped
+    path must not start an empty registry whose ids clash with the real one's)."""
+    if path != ":memory:":
+        _check_directory(path)
+    try:
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _unusable(path, str(exc)) from exc
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.executescript(f"BEGIN IMMEDIATE;{_DDL}COMMIT;")
+    except sqlite3.Error as exc:
+        db.close()
+        raise _unusable(path, str(exc)) from exc
+    return db
+
+
+def _check_directory(path: str) -> None:
+    target = Path(path)
+    directory = target.absolute().parent
+    try:
+        if not directory.exists():
+            raise _unusable(path, f"directory {directory} does not exist")
+        if not directory.is_dir():
+            raise _unusable(path, f"{directory} is not a directory")
+        if target.is_dir():
+            raise _unusable(path, "it is a directory")
+    except OSError as exc:  # e.g. a parent directory this user may not search
+        raise _unusable(path, exc.strerror or str(exc)) from exc
+
+
+def _unusable(path: str, why: str) -> RegistryStoreError:
+    absolute = str(Path(path).absolute())
+    shown = path if absolute == path else f"{path} ({absolute})"
+    return RegistryStoreError(f"cannot use the registry file {shown}: {why}", path=absolute,
+                              fix=[Fix.REGISTRY_PATH])

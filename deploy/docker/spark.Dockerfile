@@ -1,0 +1,22 @@
+# The bulk-read Spark job, run by deploy/compose.yaml's `spark` service. Build from the
+# repository root:
+#   docker build -f deploy/docker/spark.Dockerfile -t flatavro-spark .
+# Not apache/spark:4.0.0-python3: its Python is Ubuntu 22.04's 3.10 (the package needs 3.11)
+# and it lacks httpx, which the job's schema resolution uses. Here: Python 3.11, Java 17 and
+# the package with its `spark` extra (pyspark 4.0.0 brings spark-submit). spark-avro and
+# spark-sql-kafka come at submit time through --packages.
+FROM python:3.11-slim-bookworm
+# Debian's slim images drop man1, where openjdk's post-install script links its man pages.
+RUN mkdir -p /usr/share/man/man1 \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /opt/flatavro
+COPY pyproject.toml README.md ./
+COPY service ./service
+COPY spark_jobs ./spark_jobs
+RUN pip install --no-cache-dir '.[spark]' \
+    && useradd --system --create-home spark \
+    && mkdir /lake && chown spark:spark /lake
+USER spark
+VOLUME /lake

@@ -1,0 +1,76 @@
+"""The service's install and imports are Python-only: pyspark is the `spark` extra's alone."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+
+from tests.deploy.conftest import ROOT
+
+JVM_PACKAGES = {"pyspark", "py4j"}
+
+# Imports every module of the packages named in argv with pyspark and py4j refused, as on a
+# machine where `make run` installed the service alone; prints how many modules it imported.
+IMPORT_ALL = """
+import importlib, importlib.abc, pkgutil, sys
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"pyspark", "py4j"}:
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked)", name=name)
+        return None
+
+sys.meta_path.insert(0, Refuse())
+count = 0
+for top in sys.argv[1:]:
+    package = importlib.import_module(top)
+    count += 1
+    for info in pkgutil.walk_packages(package.__path__, top + "."):
+        importlib.import_module(info.name)
+        count += 1
+print(count)
+"""
+
+
+def import_all(*packages: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", IMPORT_ALL, *packages], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+def test_every_service_module_imports_without_pyspark() -> None:
+    done = import_all("service")
+    assert done.returncode == 0, done.stderr
+    modules = [p for p in (ROOT / "service").rglob("*.py") if "__pycache__" not in p.parts]
+    assert int(done.stdout) == len(modules)
+
+
+def test_the_blocker_does_refuse_pyspark() -> None:
+    done = import_all("spark_jobs")
+    assert done.returncode != 0
+    assert "No module named 'pyspark" in done.stderr and "(blocked)" in done.stderr
+
+
+def requirement_names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower() for r in requirements}
+
+
+def test_runtime_dependencies_leave_spark_to_its_extra() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    project = pyproject["project"]
+    assert not requirement_names(project["dependencies"]) & JVM_PACKAGES
+    assert project["optional-dependencies"]["spark"] == ["pyspark==4.0.0"]
+    # An SPDX string (setuptools >= 77 reads it) instead of the deprecated table: no banner.
+    assert project["license"] == "Apache-2.0"
+    assert "setuptools>=77,<81" in pyproject["build-system"]["requires"]
+
+
+def test_spark_versions_agree() -> None:
+    """The pyspark pin, compose's --packages and submit.sh's default are one Spark version."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pinned = project["optional-dependencies"]["spark"][0].split("==")[1]
+    compose = (ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8")
+    submit = (ROOT / "deploy" / "spark" / "submit.sh").read_text(encoding="utf-8")
+    assert set(re.findall(r"spark-(?:avro|sql-kafka-0-10)_2\.13:([\d.]+)", compose)) == {pinned}
+    assert re.search(r"SPARK_VERSION:-([\d.]+)", submit).group(1) == pinned  # type: ignore[union-attr]
