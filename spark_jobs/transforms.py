@@ -1,7 +1,7 @@
 """Pure DataFrame -> DataFrame steps: Confluent frames in Spark SQL, from_avro per writer id,
 typed output, dead letters, the latest state per key. No Python per row.
 
-Frame layout (FLAT_AVRO.md §10, `service.core.framing`): byte 0 the magic byte 0, bytes 1-4
+Frame layout (docs/flat-avro.md §7, `service.core.framing`): byte 0 the magic byte 0, bytes 1-4
 the schema id (big-endian), the Avro body from byte 5.
 """
 

@@ -1,5 +1,5 @@
 """Request and response models of ``POST /v1/convert/{protocol}``, with one example per
-protocol (taken from the TiCDC documents in ``../shared/seeds``)."""
+protocol (taken from TiCDC's protocol documentation)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Batch convert: TiCDC Canal-JSON / Open Protocol / Simple messages -> flat-avro messages.
 
 Each message is decoded into protocol-neutral `ChangeEvent`s; row changes are encoded as an
-``avro`` changefeed would have written them (FLAT_AVRO.md §8) under the topic the rule gives,
+``avro`` changefeed would have written them (docs/flat-avro.md §6) under the topic the rule gives,
 and DDL, watermark/resolved and bootstrap events are reported as skipped. A batch converts
 whole or not at all: every message that cannot be converted is listed (index, field, column,
 byte offset) and nothing is output or registered. The registered schema of a topic wins over

@@ -1,6 +1,6 @@
 """Batch encode: plain-JSON change records -> Confluent-framed key/value messages for a topic.
 
-FLAT_AVRO.md §8: INSERT/UPDATE -> key + value; DELETE -> key (from ``old_row``, else
+docs/flat-avro.md §6: INSERT/UPDATE -> key + value; DELETE -> key (from ``old_row``, else
 ``row``) + null value; an UPDATE whose key columns changed (``old_row`` given) -> DELETE of the
 old key + INSERT. The whole batch is checked before anything is output: one bad record makes
 the call fail with every bad record's index, column and reason, and no messages.
@@ -35,7 +35,7 @@ class EncodedBatch:
 
 
 async def encode_batch(resolver: SchemaResolver, topic: str, body: bytes) -> EncodedBatch:
-    """Encode a batch request body (see ARCHITECTURE.md) against the topic's latest schemas.
+    """Encode a batch request body (see docs/architecture.md) against the topic's latest schemas.
 
     Raises:
         InvalidRequestError: the body is not the expected JSON shape.

@@ -1,4 +1,4 @@
-"""`ChangeWriter`: one row change -> its framed Kafka key/value messages (FLAT_AVRO.md §8).
+"""`ChangeWriter`: one row change -> its framed Kafka key/value messages (docs/flat-avro.md §6).
 
 INSERT/UPDATE -> key + value; DELETE -> key (from the old row, else the row) + null value
 (a tombstone, no extension fields); an UPDATE whose key columns changed (old row given) ->

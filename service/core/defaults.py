@@ -1,4 +1,5 @@
-"""Column defaults as TiCDC writes them into flat-avro field ``default`` values (FLAT_AVRO.md §5).
+"""Column defaults as TiCDC writes them into flat-avro field ``default`` values
+(docs/flat-avro.md §4).
 
 TiDB stores defaults as text; TiCDC parses that text per column type: integers become JSON
 numbers, FLOAT is rounded to float32 and widened, BIGINT UNSIGNED wraps in long mode, binary

@@ -1,6 +1,6 @@
 """Names on the wire: Avro name sanitization, topic rules and TopicNameStrategy subjects.
 
-Pure functions implementing FLAT_AVRO.md §2 and §9, shared by the service and the Spark jobs.
+Pure functions implementing docs/flat-avro.md §2, shared by the service and the Spark jobs.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class TopicRule:
 
 
 def parse_topic_rule(rule: str) -> TopicRule:
-    """Validate a topic rule (FLAT_AVRO.md §9) and return it.
+    """Validate a topic rule (docs/flat-avro.md §2) and return it.
 
     Raises:
         InvalidTopicRuleError: a placeholder rule that lacks ``{table}``, puts it before

@@ -5,7 +5,7 @@ converter + writer per field, the union branch bytes precomputed, so encoding a 
 pass over the fields with no intermediate datum. Decoding uses fastavro's reader and turns
 the datum into plain JSON; only when that fails is the body read again field by field
 (`avro_diagnosis`) to name the field, byte offset and reason. Rows are keyed by the record's
-field names (the column names, sanitized as FLAT_AVRO.md §2 says).
+field names (the column names, sanitized as docs/flat-avro.md §2 says).
 """
 
 from __future__ import annotations

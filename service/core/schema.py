@@ -159,7 +159,7 @@ def _check_names(table: Table, options: SchemaOptions) -> None:
 
 
 def generate_schemas(table: Table, options: SchemaOptions | None = None) -> SchemaPair:
-    """Generate the flat-avro key and value schemas of `table` (FLAT_AVRO.md §2–§6).
+    """Generate the flat-avro key and value schemas of `table` (docs/flat-avro.md §2–§4).
 
     Raises:
         NameCollisionError: two columns (or a column and an extension field) sanitize to one

@@ -1,6 +1,6 @@
-"""Row values: plain-JSON rows to flat-avro datums and back (FLAT_AVRO.md §7).
+"""Row values: plain-JSON rows to flat-avro datums and back (docs/flat-avro.md §5).
 
-Plain JSON (ARCHITECTURE.md): integers as numbers (BIGINT UNSIGNED too), DECIMAL as an exact
+Plain JSON (docs/flat-avro.md §5): integers as numbers (BIGINT UNSIGNED too), DECIMAL as an exact
 string, binary/BLOB/BIT as base64, ENUM/SET/temporal/JSON as strings, null for SQL NULL.
 A `RowCodec` is compiled once per record schema (a table's key or value columns under one set
 of options) and then converts rows with one dispatch per column.

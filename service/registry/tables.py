@@ -1,6 +1,6 @@
 """Tables under topics: dry-run checks and registration of a table's key/value schemas.
 
-Applies FLAT_AVRO.md §9: the topic comes from a validated rule; a topic holds one table
+Applies docs/flat-avro.md §2: the topic comes from a validated rule; a topic holds one table
 (TopicNameStrategy), so a second table whose record full name differs is refused. Both subjects
 are checked before anything is registered, so a refusal never leaves half a table registered.
 """

@@ -1,4 +1,4 @@
-"""Golden conversions of every example in the TiCDC documents (``../shared/seeds``).
+"""Golden conversions of every example in TiCDC's protocol documents (docs/flat-avro.md §8).
 
 Each ``golden/<protocol>/<case>.json`` holds the seed's messages (Open Protocol events as
 the JSON texts of the seed's log lines, framed here) and what to register first; the

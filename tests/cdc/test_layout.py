@@ -1,5 +1,5 @@
-"""STYLE.md rule 5: every protocol is a folder with the same file names, listed in the one
-catalog, and never imports another protocol."""
+"""docs/architecture.md (`service/cdc`): every protocol is a folder with the same file names,
+listed in the one catalog, and never imports another protocol."""
 
 from __future__ import annotations
 

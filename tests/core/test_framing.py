@@ -1,4 +1,4 @@
-"""FLAT_AVRO.md §10: Confluent wire framing, byte for byte."""
+"""docs/flat-avro.md §7: Confluent wire framing, byte for byte."""
 
 from __future__ import annotations
 

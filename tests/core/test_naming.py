@@ -1,4 +1,4 @@
-"""FLAT_AVRO.md §2 and §9: Avro name sanitization, topic rules, subjects."""
+"""docs/flat-avro.md §2: Avro name sanitization, topic rules, subjects."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FLAT_AVRO.md §2–§6, row by row: names, key choice, type mapping, nullability, defaults."""
+"""docs/flat-avro.md §2–§4, row by row: names, key choice, type mapping, nullability, defaults."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from service.core.errors import (
 from service.core.mysql_types import MySQLType
 from service.core.table_json import table_from_json, table_from_json_text
 
-SEED_TABLE: dict[str, Any] = {  # the TableSchema example of seeds/001
+SEED_TABLE: dict[str, Any] = {  # the TableSchema example of TiCDC's Simple protocol document
     "schema": "simple", "table": "user", "tableID": 148, "version": 447984074911121426,
     "columns": [
         {"name": "id", "dataType": {"mysqlType": "int", "charset": "binary",

@@ -1,7 +1,7 @@
 """Simple protocol table definitions: ``tableSchema`` objects, cached by (schema, table,
 version).
 
-A ``TableSchema`` is exact (the canonical flat-avro input, FLAT_AVRO.md §1). DML messages
+A ``TableSchema`` is exact (the canonical flat-avro input, docs/flat-avro.md §1). DML messages
 carry only ``schemaVersion``, so the definitions seen in BOOTSTRAP and DDL messages are kept
 in a bounded LRU cache; TiCDC re-sends BOOTSTRAP periodically, so an evicted or never-seen
 version comes back.

@@ -1,4 +1,4 @@
--- Every flat-avro type of FLAT_AVRO.md §4, NOT NULL and nullable, with and without defaults,
+-- Every flat-avro type of docs/flat-avro.md §4, NOT NULL and nullable, with and without defaults,
 -- a composite primary key, TiDB extras, and names that need sanitizing.
 CREATE TABLE `shop`.`all_types` (
   `id` INT NOT NULL,
