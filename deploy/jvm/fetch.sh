@@ -11,6 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 python=${PYTHON:-$root/.venv/bin/python}
 cache=${FLATAVRO_JVM_CACHE:-$root/.cache/jvm}
+# Absolute: Maven resolves a relative -DoutputDirectory against the pom's folder, not ours.
+mkdir -p "$cache" && cache=$(cd "$cache" && pwd)
 what=${1:-all}
 
 # Maven in batch mode, quiet, without colour; jansi.noreset stops Maven 3.8 from printing
@@ -31,6 +33,10 @@ fetch() {
     mvn -q -B --no-transfer-progress -Dstyle.color=never -s "$here/settings.xml" \
         -f "$here/$pom" "$@" \
         dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir.tmp" >&2
+    if ! compgen -G "$dir.tmp/*.jar" > /dev/null; then
+        echo "Maven fetched no $name jars into $dir.tmp" >&2
+        exit 1
+    fi
     echo "$stamp" > "$dir.tmp/.stamp"
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
     echo "fetched the $name jars in $((SECONDS - started)) s" >&2
