@@ -70,7 +70,8 @@ def _route_of(scope: Scope) -> str:
 
 class BodyLimit:
     """Refuses bodies over `max_bytes` with 413 problem+json: by ``Content-Length`` up front,
-    and by counting for chunked bodies (the handler then never sees a partial body)."""
+    and for chunked bodies by reading them here, up to the limit and no further; the app then
+    gets the whole body at once, so no handler ever sees part of one."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
         self.app, self.max_bytes = app, max_bytes
@@ -83,31 +84,21 @@ class BodyLimit:
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
             await self._refuse(scope, send)
             return
+        chunks: list[bytes] = []
         seen = 0
-        refused = False
-
-        async def counting_receive() -> Message:
-            nonlocal seen, refused
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    refused = True
-                    return {"type": "http.disconnect"}
-            return message
-
-        started = False
-
-        async def guarded_send(message: Message) -> None:
-            nonlocal started
-            if refused and not started:
+            if message["type"] == "http.disconnect":
+                return  # the client left: nobody to answer
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
+                await self._refuse(scope, send)
                 return
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        await self.app(scope, counting_receive, guarded_send)
-        if refused and not started:
-            await self._refuse(scope, send)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(b"".join(chunks), receive), send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
         body = orjson.dumps({
@@ -119,3 +110,18 @@ class BodyLimit:
                     "headers": [(b"content-type", PROBLEM_JSON.encode()),
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands over the body read already, then waits on the real one
+    (which reports the client's disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay

@@ -18,6 +18,7 @@ import orjson
 
 from service.codec.body import parse_json_body, text_decoder
 from service.codec.errors import InvalidMessagesError, InvalidRequestError
+from service.codec.offload import run_cpu
 from service.codec.resolver import SchemaResolver
 from service.core.errors import FramingError
 from service.core.framing import HEADER_SIZE, unframe
@@ -55,14 +56,28 @@ async def decode_batch(resolver: SchemaResolver, body: bytes) -> DecodedBatch:
         InvalidRequestError: the body is not the expected JSON shape.
         InvalidMessagesError: one or more messages do not decode (all listed).
     """
-    document = parse_json_body(body)
+    size = len(body)
+    document = await run_cpu(size, parse_json_body, body)
     to_bytes = text_decoder(document)
     messages = document.get("messages")
     if not isinstance(messages, list):
         raise InvalidRequestError("`messages` must be a list of {key, value}",
                                   field="messages")
-    frames, failures = _frames_of(messages, to_bytes)
+    frames, failures = await run_cpu(size, _frames_of, messages, to_bytes)
     codecs = await _codecs_for(resolver, frames)
+    out = await run_cpu(size, _decode_frames, frames, codecs, failures)
+    if failures:
+        failures.sort(key=lambda f: (f[0], f[1] != "key"))
+        raise InvalidMessagesError(await _errors(resolver, failures))
+    return await run_cpu(size, _decoded_batch, out)
+
+
+def _decoded_batch(out: list[dict[str, Any]]) -> DecodedBatch:
+    return DecodedBatch(orjson.dumps({"messages": out}), len(out))
+
+
+def _decode_frames(frames: list[Any], codecs: Any, failures: list[Any]) -> list[dict[str, Any]]:
+    """Decode every frame; failures are appended to `failures` (index, part, error)."""
     out = []
     for index, parts in enumerate(frames):
         decoded: dict[str, Any] = {}
@@ -73,10 +88,7 @@ async def decode_batch(resolver: SchemaResolver, body: bytes) -> DecodedBatch:
                 failures.append((index, part, exc))
         decoded["op"] = "delete" if parts[1] is None else "upsert"
         out.append(decoded)
-    if failures:
-        failures.sort(key=lambda f: (f[0], f[1] != "key"))
-        raise InvalidMessagesError(await _errors(resolver, failures))
-    return DecodedBatch(orjson.dumps({"messages": out}), len(out))
+    return out
 
 
 _Framed = tuple[int, bool, bytes] | _PartError | None

@@ -16,6 +16,7 @@ import orjson
 
 from service.codec.body import parse_json_body, text_encoder
 from service.codec.errors import InvalidRecordsError, InvalidRequestError
+from service.codec.offload import run_cpu
 from service.codec.resolver import SchemaResolver, TopicSchemas
 from service.codec.writer import ChangeWriter
 from service.core.errors import RowValidationError
@@ -42,13 +43,19 @@ async def encode_batch(resolver: SchemaResolver, topic: str, body: bytes) -> Enc
         InvalidRecordsError: one or more records are invalid (all listed; nothing output).
         SubjectNotFoundError: the topic has no registered value schema.
     """
-    document = parse_json_body(body)
+    document = await run_cpu(len(body), parse_json_body, body)
     to_text = text_encoder(document)
     records = document.get("records")
     if not isinstance(records, list):
         raise InvalidRequestError("`records` must be a list of change records",
                                   field="records")
     schemas = await resolver.topic(topic)
+    return await run_cpu(len(body), _encode_records, topic, schemas, records, to_text)
+
+
+def _encode_records(topic: str, schemas: TopicSchemas, records: list[Any],
+                    to_text: Callable[[bytes], str]) -> EncodedBatch:
+    """The CPU part of `encode_batch`: every record checked and encoded, or all refused."""
     writer = _BatchWriter(schemas, to_text)
     errors: list[dict[str, Any]] = []
     for index, record in enumerate(records):

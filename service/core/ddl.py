@@ -14,6 +14,7 @@ from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
 from service.core.errors import Fix, InvalidDDLError, InvalidTableError, MissingDatabaseError
+from service.core.limits import check_ddl_size
 from service.core.mysql_types import MySQLType, TypeFamily, lookup_type
 from service.core.table import Column, ColumnType, Index, Table
 
@@ -68,6 +69,7 @@ def table_from_ddl(ddl: str, *, schema: str | None = None) -> Table:
         MissingDatabaseError: neither the statement nor `schema` names the database.
         InvalidTableError / UnsupportedTypeError: as for any table definition.
     """
+    check_ddl_size(ddl)
     create, real_columns = _parse_single_create(ddl)
     target = create.this
     table_expr = target.this

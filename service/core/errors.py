@@ -127,6 +127,13 @@ class MissingDatabaseError(InvalidTableError):
     code = "missing_database"
 
 
+class LimitExceededError(InvalidTableError):
+    """A table definition is past one of TiDB's limits (columns, identifier length, DDL size);
+    `what`, `limit` and `value` say which."""
+
+    code = "limit_exceeded"
+
+
 class InvalidOptionError(InvalidInputError):
     """A schema-generation option has a value outside its allowed set."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from service.core.errors import DuplicateColumnError, InvalidTableError
+from service.core.limits import check_column_count, check_identifiers
 from service.core.mysql_types import MySQLType, TypeFamily
 
 __all__ = ["ColumnType", "Column", "Index", "Table", "MAX_DECIMAL_PRECISION", "MAX_DECIMAL_SCALE"]
@@ -167,6 +168,10 @@ class Table:
             raise InvalidTableError("the table name is missing", field="table")
         if not self.columns:
             raise InvalidTableError(f"table `{self.table}` has no columns", field="columns")
+        check_column_count(len(self.columns), self.table)
+        check_identifiers([("database", self.schema), ("table", self.table),
+                           *(("column", c.name) for c in self.columns),
+                           *(("index", i.name) for i in self.indexes)])
         by_name: dict[str, Column] = {}
         for position, col in enumerate(self.columns):
             if not col.name:

@@ -14,6 +14,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.core.errors import InvalidTableError, MissingDatabaseError
+from service.core.limits import check_column_count
 from service.core.mysql_types import TypeFamily, parse_type_string
 from service.core.table import Column, ColumnType, Index, Table
 
@@ -117,6 +118,7 @@ def table_from_spec(spec: TableSchemaSpec) -> Table:
     if not spec.schema_:
         raise MissingDatabaseError(f"TableSchema field `schema` (the database of table "
                                    f"`{spec.table}`) is empty", field="schema", table=spec.table)
+    check_column_count(len(spec.columns), spec.table)
     columns = tuple(_column(c) for c in spec.columns)
     indexes = tuple(
         Index(name=i.name, columns=tuple(i.columns), unique=i.unique or i.primary,

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from service.core.errors import ServiceError
 from service.core.naming import SubjectKind, parse_topic_rule, subject_for
 from service.core.options import SchemaOptions
@@ -124,7 +126,8 @@ async def _live_versions(registry: SchemaRegistry, subject: str) -> list[tuple[i
 async def _verdict(registry: SchemaRegistry, subject: str, kind: SubjectKind, text: str,
                    registered: list[tuple[int, str]]) -> SubjectVerdict:
     level = await registry.get_compatibility(subject, default_to_global=True)
-    local = check_compatibility(text, registered, level)
+    # Seconds of CPU for a wide table: off the event loop, so the service keeps answering.
+    local = await anyio.to_thread.run_sync(check_compatibility, text, registered, level)
     remote = await registry.check_compatibility(subject, text)
     # The registry's verdict decides; the local check explains it column by column.
     reasons = local.incompatibilities or remote.incompatibilities

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 from fastapi import APIRouter, Depends
 
 from service.api.deps import RuntimeDep, require_read, require_write
@@ -15,7 +16,7 @@ from service.api.models import (
     problem,
     registration_out,
 )
-from service.core.schema import generate_schemas
+from service.core.schema import SchemaPair, generate_schemas
 from service.registry.tables import check_table
 
 router = APIRouter(tags=["schemas"], responses=problem(401))
@@ -29,7 +30,7 @@ _READ = [Depends(require_read)]
                          "Nothing is registered.",
              response_model_by_alias=True)
 async def generate(body: TableInput) -> SchemasOut:
-    pair = generate_schemas(body.to_table(), body.options.schema_options())
+    pair = await anyio.to_thread.run_sync(_generate, body)
     return SchemasOut(key_schema=pair.key_schema, value_schema=pair.value_schema,
                       key_columns=list(pair.key_columns))
 
@@ -41,7 +42,8 @@ async def generate(body: TableInput) -> SchemasOut:
                          "every incompatibility column by column. Registers nothing.",
              responses=problem(409, 502, 503))
 async def check(body: TopicTableInput, runtime: RuntimeDep) -> TableCheckOut:
-    return check_out(await check_table(runtime.registry, body.to_table(),
+    table = await anyio.to_thread.run_sync(body.to_table)
+    return check_out(await check_table(runtime.registry, table,
                                        body.options.schema_options(), body.topic))
 
 
@@ -54,5 +56,11 @@ async def check(body: TopicTableInput, runtime: RuntimeDep) -> TableCheckOut:
              responses=problem(401, 409, 502, 503))
 async def register(body: TopicTableInput, runtime: RuntimeDep
                    ) -> TableRegistrationOut:
+    table = await anyio.to_thread.run_sync(body.to_table)
     return registration_out(await runtime.register_table(
-        body.to_table(), body.options.schema_options(), body.topic))
+        table, body.options.schema_options(), body.topic))
+
+
+def _generate(body: TableInput) -> SchemaPair:
+    """Parsing a DDL and generating a wide table's schemas is CPU work: run in a thread."""
+    return generate_schemas(body.to_table(), body.options.schema_options())

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+
 from service.registry.canonical import canonical_schema
 from service.registry.compatibility import (
     CompatibilityLevel,
@@ -93,6 +95,12 @@ class EmbeddedRegistry:
         _check_subject(subject)
         await self._require_writable(subject)
         canonical = canonical_schema(schema)
+        # The compatibility check can take seconds of CPU for a wide table: run it in a worker
+        # thread against the versions seen now, and redo it inside the transaction only if
+        # the subject changed meanwhile.
+        level = self._effective_level(subject)
+        seen = [(r.version, r.schema) for r in self._store.versions(subject) if not r.deleted]
+        early = await anyio.to_thread.run_sync(check_compatibility, schema, seen, level)
         with self._store.transaction():
             rows = self._store.versions(subject)
             schema_id = self._store.schema_id_for(canonical)
@@ -101,7 +109,9 @@ class EmbeddedRegistry:
                     if row.schema_id == schema_id and not row.deleted:
                         return RegisteredSchema(subject, row.version, schema_id, row.schema)
             live = [(r.version, r.schema) for r in rows if not r.deleted]
-            verdict = check_compatibility(schema, live, self._effective_level(subject))
+            same = live == seen and level == self._effective_level(subject)
+            verdict = early if same else check_compatibility(
+                schema, live, self._effective_level(subject))
             if not verdict.compatible:
                 raise IncompatibleSchemaError(
                     "Schema being registered is incompatible with an earlier schema for subject "
@@ -240,7 +250,8 @@ class EmbeddedRegistry:
                 return CompatibilityVerdict(True)
             row = self._find(subject, number, deleted=False)
             targets, level = [row], _non_transitive(level)
-        return check_compatibility(schema, [(r.version, r.schema) for r in targets], level)
+        return await anyio.to_thread.run_sync(
+            check_compatibility, schema, [(r.version, r.schema) for r in targets], level)
 
     async def get_mode(self, subject: str | None = None) -> RegistryMode:
         value = (self._store.setting("mode", subject) if subject else None) \

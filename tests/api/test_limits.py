@@ -1,0 +1,147 @@
+"""Limits that hold, over a real socket: body size (with and without Content-Length), TiDB's
+table limits, and /healthz staying responsive while the largest allowed table is handled."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from service.api.app import create_app
+from service.api.settings import Settings
+from tests.registry.conftest import ServedApp
+
+LIMIT = 4096
+SMALL_DDL = "CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(10))"
+
+
+@pytest.fixture
+def small_limit(tmp_path: Path) -> Iterator[ServedApp]:
+    settings = Settings(registry_db_path=str(tmp_path / "r.sqlite"), log_level="WARNING",
+                        max_body_bytes=LIMIT)
+    app = ServedApp(create_app(settings), health_path="/healthz", lifespan="on").start()
+    yield app
+    app.stop()
+
+
+def _chunks(body: bytes, size: int = 1000) -> Iterator[bytes]:
+    for start in range(0, len(body), size):
+        yield body[start:start + size]
+
+
+def _register_body(padding: int) -> bytes:
+    return ('{"ddl": "' + SMALL_DDL + '", "topic": "t' + "x" * padding + '"}').encode()
+
+
+def test_a_chunked_body_over_the_limit_gets_413(small_limit: ServedApp,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.ERROR)
+    body = _register_body(2 * LIMIT)
+    answer = httpx.post(small_limit.url + "/v1/tables/register", content=_chunks(body),
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 413
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["code"] == "body_too_large"
+    assert answer.json()["limit"] == LIMIT
+    assert httpx.get(small_limit.url + "/v1/subjects").json() == []
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+def test_the_embedded_registry_mount_is_limited_too(small_limit: ServedApp) -> None:
+    schema = '{"schema": "{\\"type\\": \\"string\\", \\"doc\\": \\"' + "x" * 2 * LIMIT + '\\"}"}'
+    answer = httpx.post(small_limit.url + "/registry/subjects/s-value/versions",
+                        content=_chunks(schema.encode()),
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 413
+    assert httpx.get(small_limit.url + "/registry/subjects").json() == []
+
+
+def test_a_chunked_body_under_the_limit_is_read_whole(small_limit: ServedApp) -> None:
+    body = ('{"ddl": "' + SMALL_DDL + '"}').encode()
+    answer = httpx.post(small_limit.url + "/v1/tables/register", content=_chunks(body, 7),
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["value"]["subject"] == "tidb_shop_t-value"
+
+
+def test_content_length_over_the_limit_gets_413(small_limit: ServedApp) -> None:
+    answer = httpx.post(small_limit.url + "/v1/tables/register", content=_register_body(LIMIT),
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 413
+    assert answer.json()["code"] == "body_too_large"
+
+
+TYPES = ["INT", "BIGINT UNSIGNED", "VARCHAR(255)", "DECIMAL(12,2)", "DATETIME(3)", "TEXT",
+         "ENUM('a','b','c')", "SET('x','y')", "DOUBLE", "BIT(8)", "JSON", "DATE", "TIME(6)",
+         "BLOB", "TINYINT(1)", "CHAR(10)"]
+
+
+def wide_ddl(columns: int, *, extra: str = "") -> str:
+    """`columns` columns in all (the key included), names of 64 characters, varied types."""
+    cols = [f"c{i:05d}_{'x' * 57} {TYPES[i % len(TYPES)]}" for i in range(columns - 1)]
+    return f"CREATE TABLE shop.wide (id BIGINT PRIMARY KEY, {', '.join(cols)}{extra})"
+
+
+def _refused(served: ServedApp, body: dict[str, object]) -> dict[str, object]:
+    answer = httpx.post(served.url + "/v1/tables/register", json=body, timeout=60)
+    assert answer.status_code == 422, answer.text
+    assert httpx.get(served.url + "/v1/subjects").json() == []
+    problem: dict[str, object] = answer.json()
+    assert problem["code"] == "limit_exceeded"
+    return problem
+
+
+def test_more_columns_than_tidb_allows_are_refused(served: ServedApp) -> None:
+    problem = _refused(served, {"ddl": wide_ddl(4097)})
+    assert (problem["what"], problem["limit"], problem["value"]) == ("columns", 4096, 4097)
+
+
+def test_an_identifier_longer_than_64_characters_is_refused(served: ServedApp) -> None:
+    name = "c" * 65
+    problem = _refused(served, {"ddl": f"CREATE TABLE shop.t (id INT PRIMARY KEY, {name} INT)"})
+    assert problem["what"] == "identifier_length" and problem["limit"] == 64
+    assert problem["identifiers"] == [{"kind": "column", "name": name, "length": 65}]
+
+
+def test_a_table_schema_with_a_long_table_name_is_refused(served: ServedApp) -> None:
+    column = {"name": "id", "dataType": {"mysqlType": "int"}, "nullable": False}
+    table = {"schema": "shop", "table": "t" * 70, "columns": [column],
+             "indexes": [{"name": "PRIMARY", "primary": True, "columns": ["id"]}]}
+    problem = _refused(served, {"table": table})
+    assert problem["identifiers"] == [{"kind": "table", "name": "t" * 70, "length": 70}]
+
+
+def test_a_ddl_over_one_mebibyte_is_refused_before_parsing(served: ServedApp) -> None:
+    ddl = "CREATE TABLE shop.t (id INT PRIMARY KEY) /* " + "x" * (1 << 20) + " */"
+    problem = _refused(served, {"ddl": ddl})
+    assert problem["what"] == "ddl_bytes" and problem["limit"] == 1 << 20
+
+
+def test_healthz_answers_while_the_widest_table_is_registered(served: ServedApp) -> None:
+    """The largest table TiDB allows takes seconds of CPU (DDL parse, compatibility checks
+    against version 1); the event loop must keep answering meanwhile."""
+    probes: list[float] = []
+    results: list[httpx.Response] = []
+
+    def register(ddl: str) -> None:
+        results.append(httpx.post(served.url + "/v1/tables/register", json={"ddl": ddl},
+                                  timeout=120))
+
+    for ddl in (wide_ddl(4095), wide_ddl(4095, extra=", extra INT NULL")):
+        worker = threading.Thread(target=register, args=(ddl,))
+        worker.start()
+        while worker.is_alive():
+            started = time.perf_counter()
+            assert httpx.get(served.url + "/healthz", timeout=5).status_code == 200
+            probes.append(time.perf_counter() - started)
+            time.sleep(0.05)
+        worker.join()
+    assert [r.status_code for r in results] == [200, 200], results[-1].text
+    assert results[1].json()["value"]["version"] == 2
+    assert len(probes) >= 5
+    assert max(probes) < 1.0, f"/healthz took up to {max(probes):.2f} s"
