@@ -23,6 +23,7 @@ from service.api.middleware import BodyLimit, RequestContext
 from service.api.routers import codec, convert, ops, schemas, subjects
 from service.api.runtime import Runtime
 from service.api.settings import Settings
+from service.api.spec import AuthDoc
 from service.codec.errors import (
     InvalidMessagesError,
     InvalidRecordsError,
@@ -77,7 +78,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (schemas.router, codec.router, convert.router, subjects.router, ops.router):
         app.include_router(router)
     problems.install(app, retry_after=settings.retry_after_seconds, on_error=_count_error)
-    install_docs(app)
+    install_docs(app, AuthDoc(keys=bool(settings.api_keys),
+                              protect_reads=settings.protect_reads))
     if settings.embedded:
         app.mount("/registry", _embedded_registry, name="registry")
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)

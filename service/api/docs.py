@@ -17,6 +17,12 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 from service.api import models
+from service.api.spec import (
+    AuthDoc,
+    document_body_answers,
+    document_examples,
+    document_security,
+)
 
 __all__ = ["install_docs", "TAGS"]
 
@@ -32,14 +38,15 @@ TAGS = [
 _ASSETS = "/docs/assets"
 
 
-def install_docs(app: FastAPI) -> None:
-    """Serve ``/openapi.json`` (with the raw-body models added) and ``/docs`` offline."""
+def install_docs(app: FastAPI, auth: AuthDoc) -> None:
+    """Serve ``/openapi.json`` (with the raw-body models added, and security as `auth`
+    requires it) and ``/docs`` offline."""
     assets = resources.files("fastapi_swagger") / "resources"
     app.mount(_ASSETS, StaticFiles(directory=str(assets)), name="docs-assets")
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = _document(app)
+            app.openapi_schema = _document(app, auth)
         return app.openapi_schema
 
     async def docs_page() -> HTMLResponse:
@@ -54,7 +61,7 @@ def install_docs(app: FastAPI) -> None:
     app.add_api_route("/docs", docs_page, include_in_schema=False)
 
 
-def _document(app: FastAPI) -> dict[str, Any]:
+def _document(app: FastAPI, auth: AuthDoc) -> dict[str, Any]:
     spec = get_openapi(title=app.title, version=app.version, description=app.description,
                        routes=app.routes, tags=TAGS)
     components = spec.setdefault("components", {}).setdefault("schemas", {})
@@ -67,4 +74,7 @@ def _document(app: FastAPI) -> dict[str, Any]:
                 components.update(schema.pop("$defs", {}))
                 components[name] = schema
     spec["components"]["schemas"] = dict(sorted(components.items()))
+    document_security(app, spec, auth)
+    document_body_answers(spec)
+    document_examples(spec)
     return spec

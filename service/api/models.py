@@ -25,7 +25,7 @@ DDL_EXAMPLE = ("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, sku VARCHAR(64)
 class OptionsModel(BaseModel):
     """TiCDC's avro sink options."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # a flag is true or false, not "1"
 
     enable_tidb_extension: bool = False
     decimal_handling_mode: Literal["precise", "string"] = "precise"
@@ -129,6 +129,11 @@ class RegisteredSchemaOut(RegisteredOut):
 
 class TableRegistrationOut(BaseModel):
     """The registrations a table got."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "topic": "tidb_shop_orders",
+        "key": {"subject": "tidb_shop_orders-key", "id": 1, "version": 1},
+        "value": {"subject": "tidb_shop_orders-value", "id": 2, "version": 1}}]})
 
     topic: str
     key: RegisteredOut | None
@@ -242,16 +247,37 @@ class DeletedOut(BaseModel):
 
 
 class Problem(BaseModel):
-    """RFC 9457 problem details; `code` is stable, other members depend on the error."""
-
-    model_config = ConfigDict(extra="allow")
+    """RFC 9457 problem details; `code` is stable, the optional members depend on the error
+    (each status's examples show them)."""
 
     type: str = Field(examples=["urn:flatavro:problem:subject_not_found"])
-    title: str
-    status: int
-    detail: str
-    instance: str
+    title: str = Field(examples=["Subject not found"])
+    status: int = Field(ge=400, le=599, examples=[404])
+    detail: str = Field(description="What is at fault, and the hint when there is one")
+    instance: str = Field(description="The request path", examples=["/v1/subjects/x-value"])
     code: str = Field(examples=["subject_not_found"])
+    message: str | None = Field(None, description="`detail` without the hint")
+    hint: str | None = Field(None, description="What to change in the request to get past "
+                                               "the error")
+    fix: list[str] | None = Field(None, description="The settings `hint` names")
+    errors: list[dict[str, Any]] | None = Field(
+        None, description="Every problem of a batch or of a request's fields, each with its "
+                          "location (index, field, column, byte offset) and message")
+    registry_error_code: int | None = Field(None, description="Confluent's `error_code`")
+    field: str | None = None
+    column: str | int | None = Field(None, description="A table column, or the column of "
+                                                     "a JSON syntax error (1-based)")
+    position: int | None = Field(None, description="The character of a JSON or DDL error")
+    line: int | None = None
+    byte_offset: int | None = Field(None, description="The first byte that is not UTF-8")
+    accepted: list[str] | None = Field(None, description="415: the accepted media types")
+    allow: str | None = Field(None, description="405: the allowed methods (also `Allow`)")
+    limit: int | None = Field(None, description="The limit a request went over")
+    retry_after: int | None = Field(None, description="503: seconds until it may work again")
+    dependencies: dict[str, Any] | None = Field(
+        None, description="503 from /readyz: each dependency's status and reason")
+    subject: str | None = None
+    version: int | str | None = None
 
 
 def problem(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -13,14 +13,19 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, routing
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from service.api.hints import hint_of
 from service.api.readiness import NotReadyError
-from service.codec.errors import InvalidRequestError, WriteKeyRequiredError
+from service.codec.errors import (
+    InvalidRequestError,
+    UnsupportedMediaTypeError,
+    WriteKeyRequiredError,
+)
 from service.core.errors import InvalidInputError, ServiceError
 from service.registry.errors import (
     IncompatibleSchemaError,
@@ -74,8 +79,19 @@ STATUS: dict[type[ServiceError], int] = {
     RegistryUnavailableError: 503, NotReadyError: 503,
     ApiKeyError: 401, WriteKeyRequiredError: 401,
     _MethodNotAllowed: 405,
+    UnsupportedMediaTypeError: 415,
 }
 """Error class -> HTTP status; classes not listed use their nearest listed base (else 500)."""
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route takes at the request's path (Starlette's own 405 names only
+    the first route's, and a path like ``/v1/subjects/{subject}/compatibility`` has two)."""
+    methods: set[str] = set()
+    for route in routing.iter_route_contexts(request.app.routes):  # included routers' too
+        if route.matches(request.scope)[0] != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(methods))
 
 
 def status_of(error: ServiceError) -> int:
@@ -107,6 +123,8 @@ def problem_response(request: Request, error: ServiceError, *, retry_after: int)
     headers = {"Retry-After": str(known or retry_after)} if status == 503 else {}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="flatavro"'
+    if status == 405 and body.get("allow"):
+        headers["Allow"] = body["allow"]  # RFC 9110 §15.5.6
     return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_JSON,
                     headers=headers)
 
@@ -132,10 +150,14 @@ def install(app: FastAPI, *, retry_after: int,
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 405:
+            allowed = _allowed_methods(request) or (exc.headers or {}).get("Allow", "")
             error: ServiceError = _MethodNotAllowed(
-                f"{request.method} is not allowed on {request.url.path}")
-        else:
+                f"{request.method} is not allowed on {request.url.path}; it takes "
+                f"{allowed or 'other methods'}", allow=allowed)
+        elif exc.status_code == 404:
             error = _RouteNotFound(f"no route {request.method} {request.url.path}")
+        else:  # a request Starlette could not read: the client's to fix, never "no route"
+            error = InvalidRequestError(f"the request is invalid: {exc.detail}")
         return problem_response(request, error, retry_after=retry_after)
 
     async def unexpected(request: Request, exc: Exception) -> Response:

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from service.codec.errors import InvalidRequestError
+from service.codec.errors import InvalidJsonError, InvalidRequestError
 
 __all__ = ["parse_json_body", "text_encoder", "text_decoder"]
 
@@ -23,24 +23,40 @@ _DECODERS: dict[str, Callable[[str], bytes]] = {
 
 
 def parse_json_body(body: bytes) -> dict[str, Any]:
-    """Parse a request body that must be a JSON object.
+    """Parse a request body that must be a JSON object (the one parser of JSON bodies).
 
     Raises:
-        InvalidRequestError: not JSON (with the character position) or not an object.
+        InvalidJsonError: not UTF-8 (the byte offset named) or not JSON (orjson's reason, the
+            character position, line and column).
+        InvalidRequestError: JSON, but not an object.
     """
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise InvalidRequestError(f"the body is not JSON: {exc.msg} at character {exc.pos}",
-                                  position=exc.pos) from exc
+        raise _syntax_error(body, exc) from exc
     if not isinstance(document, dict):
-        raise InvalidRequestError("the body must be a JSON object")
+        raise InvalidRequestError(
+            f"the body must be a JSON object, not {type(document).__name__}", field="body")
     return document
+
+
+def _syntax_error(body: bytes, exc: orjson.JSONDecodeError) -> InvalidJsonError:
+    """The error of a body orjson refused; only a failure is decoded again (to find a bad
+    UTF-8 byte), so a good body is read once."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return InvalidJsonError(
+            f"the body is not UTF-8: byte {bad.object[bad.start]:#04x} at byte offset "
+            f"{bad.start} ({bad.reason})", byte_offset=bad.start)
+    return InvalidJsonError(
+        f"the body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} "
+        f"(character {exc.pos})", position=exc.pos, line=exc.lineno, column=exc.colno)
 
 
 def _encoding(document: dict[str, Any]) -> str:
     name = document.get("encoding", "base64")
-    if name not in _ENCODERS:
+    if not isinstance(name, str) or name not in _ENCODERS:
         raise InvalidRequestError(f"encoding must be base64 or hex, not {name!r}",
                                   field="encoding")
     return str(name)

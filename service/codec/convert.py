@@ -276,7 +276,7 @@ def _bytes(text: str | None, encoding: str, part: str) -> bytes | None:
         return text.encode("utf-8", "surrogatepass")
     try:
         return binascii.a2b_base64(text, strict_mode=True)
-    except binascii.Error as exc:
+    except ValueError as exc:  # binascii.Error, or a character that is not ASCII
         raise MessageFormatError(f"the {part} is not valid base64 ({exc})", part=part,
                                  field=part) from exc
 

@@ -6,14 +6,28 @@ from typing import Any
 
 from service.core.errors import Fix, InvalidInputError, ServiceError
 
-__all__ = ["InvalidRequestError", "InvalidRecordsError", "InvalidMessagesError",
-           "UnconvertibleMessagesError", "WriteKeyRequiredError"]
+__all__ = ["InvalidRequestError", "InvalidJsonError", "UnsupportedMediaTypeError",
+           "InvalidRecordsError",
+           "InvalidMessagesError", "UnconvertibleMessagesError", "WriteKeyRequiredError"]
 
 
 class InvalidRequestError(InvalidInputError):
     """The request body is not the JSON document the endpoint takes (position named)."""
 
     code = "invalid_request"
+
+
+class InvalidJsonError(InvalidRequestError):
+    """The request body is not JSON: not UTF-8 (`byte_offset`) or a syntax error (`position`,
+    the character; `line` and `column`, 1-based)."""
+
+    code = "invalid_json"
+
+
+class UnsupportedMediaTypeError(ServiceError):
+    """A request body came without a Content-Type this endpoint reads; `accepted` lists them."""
+
+    code = "unsupported_media_type"
 
 
 class _BatchError(InvalidInputError):

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from service.api.app import create_app
 from service.api.openapi_file import DEFAULT_PATH, document, render
+from service.api.problem_examples import EXAMPLES
+from service.api.problems import STATUS, status_of
+from service.api.settings import Settings
 from service.cdc.catalog import Protocol
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,3 +65,77 @@ def test_convert_has_an_example_per_protocol() -> None:
     assert set(examples) == {p.value for p in Protocol}
     committed = json.loads((ROOT / DEFAULT_PATH).read_text(encoding="utf-8"))
     assert "/v1/convert/{protocol}" in committed["paths"]
+
+
+def _security(spec: dict[str, Any]) -> dict[str, list[dict[str, list[str]]]]:
+    return {op["operationId"]: op["security"] for op in operations(spec) if "security" in op}
+
+
+WRITES = {"registerTable", "deleteVersion", "deleteSubject", "setCompatibility"}
+BOTH = [{"HTTPBearer": []}, {"APIKeyHeader": []}]
+
+
+def test_no_keys_no_security_anywhere() -> None:
+    spec = document()
+    assert _security(spec) == {}
+    assert "securitySchemes" not in spec["components"]
+    assert all("401" not in op["responses"] for op in operations(spec))
+    assert "default settings" in spec["info"]["description"]
+
+
+def test_with_keys_writes_need_one_and_convert_may_use_one() -> None:
+    spec = create_app(Settings.model_construct(api_keys=["k"])).openapi()
+    assert _security(spec) == {**{w: BOTH for w in WRITES}, "convertMessages": [*BOTH, {}]}
+    assert set(spec["components"]["securitySchemes"]) == {"HTTPBearer", "APIKeyHeader"}
+
+
+def test_with_protected_reads_every_v1_operation_needs_a_key() -> None:
+    spec = create_app(Settings.model_construct(api_keys=["k"], protect_reads=True)).openapi()
+    needing = {op["operationId"] for op in operations(spec) if op.get("security") == BOTH}
+    assert needing == {op["operationId"] for op in operations(spec)
+                       if op["tags"] != ["ops"]}
+
+
+def test_version_zero_is_outside_the_spec() -> None:
+    spec = document()
+    param = next(p for p in spec["paths"]["/v1/subjects/{subject}/versions/{version}"]["get"]
+                 ["parameters"] if p["name"] == "version")
+    pattern = re.compile(param["schema"]["pattern"])
+    assert [v for v in ("latest", "-1", "1", "12", "0", "-2", "01") if pattern.match(v)] == \
+        ["latest", "-1", "1", "12"]
+
+
+def test_error_examples_are_real_bodies_of_every_status_class() -> None:
+    spec = document()
+    examples = spec["components"]["examples"]
+    shown = {(int(name.split("-")[0]), e["value"]["code"]) for name, e in examples.items()}
+    expected = {(status_of(error), error.code) for _, error in EXAMPLES}
+    assert shown == expected
+    listed = {type(error) for _, error in EXAMPLES}
+    assert set(STATUS) <= listed, "every class of the STATUS table has an example"
+    for name, example in examples.items():
+        body = example["value"]
+        assert body["status"] == int(name.split("-")[0]), name
+        assert body["type"] == f"urn:flatavro:problem:{body['code']}"
+        assert body["instance"].startswith("/") and body["detail"].startswith(body["message"])
+        assert "additionalProp1" not in json.dumps(example), name
+    problem = spec["components"]["schemas"]["Problem"]
+    assert "additionalProperties" not in problem
+    assert {"errors", "registry_error_code", "limit", "hint", "fix", "dependencies",
+            "retry_after", "accepted", "allow"} <= set(problem["properties"])
+
+
+def test_every_error_answer_shows_examples_of_its_status() -> None:
+    for op in operations(document()):
+        for status, response in op["responses"].items():
+            if status.startswith(("4", "5")) and status != "413":
+                refs = response["content"]["application/problem+json"]["examples"]
+                assert refs and all(r["$ref"].rsplit("/", 1)[1].startswith(f"{status}-")
+                                    for r in refs.values()), (op["operationId"], status)
+
+
+def test_the_register_example_has_a_key_and_a_value_subject() -> None:
+    model = document()["components"]["schemas"]["TableRegistrationOut"]
+    example = model["examples"][0]
+    assert (example["key"]["subject"], example["value"]["subject"]) == \
+        ("tidb_shop_orders-key", "tidb_shop_orders-value")

@@ -51,7 +51,7 @@ def test_request_validation(client: TestClient, body: Any, location: str) -> Non
 def test_malformed_json_names_the_position(client: TestClient) -> None:
     response = client.post(f"/v1/topics/{TOPIC}/encode", content=b'{"records": [',
                            headers={"content-type": "application/json"})
-    assert problem(response, 422, "invalid_request")["position"] == 13
+    assert problem(response, 422, "invalid_json")["position"] == 13
 
 
 def test_bad_ddl_is_our_error(client: TestClient) -> None:
@@ -69,7 +69,8 @@ def test_unknown_topic_subject_and_version(client: TestClient) -> None:
                    "subject_not_found")["registry_error_code"] == 40401
     registered(client)
     problem(client.get(f"/v1/subjects/{TOPIC}-value/versions/7"), 404, "version_not_found")
-    problem(client.get(f"/v1/subjects/{TOPIC}-value/versions/zero"), 422, "invalid_version")
+    assert problem(client.get(f"/v1/subjects/{TOPIC}-value/versions/zero"), 422,
+                   "invalid_request")["errors"][0]["location"] == "path/version"
     problem(client.put("/v1/subjects/x/compatibility", json={"compatibility": "SIDEWAYS"}),
             422, "invalid_request")
 

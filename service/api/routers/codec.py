@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
+from service.api.body_route import CheckedBodyRoute
 from service.api.deps import RuntimeDep, require_read
 from service.api.models import (
     DecodeRequest,
@@ -24,7 +25,8 @@ from service.api.models import (
 from service.codec.decode import decode_batch, decode_raw
 from service.codec.encode import encode_batch
 
-router = APIRouter(dependencies=[Depends(require_read)], responses=problem(401))
+router = APIRouter(route_class=CheckedBodyRoute,
+                   dependencies=[Depends(require_read)], responses=problem(401))
 TopicPath = Annotated[str, Path(description="The Kafka topic", examples=["tidb_shop_orders"])]
 
 

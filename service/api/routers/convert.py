@@ -8,12 +8,14 @@ import orjson
 from fastapi import APIRouter, Body, Depends, Path
 from fastapi.responses import Response
 
+from service.api.body_route import CheckedBodyRoute
 from service.api.convert_models import CONVERT_EXAMPLES, ConvertRequest, ConvertResponse
 from service.api.deps import RuntimeDep, may_write, require_read
 from service.api.models import problem
 from service.cdc.catalog import Protocol
 
-router = APIRouter(dependencies=[Depends(require_read)], responses=problem(401))
+router = APIRouter(route_class=CheckedBodyRoute,
+                   dependencies=[Depends(require_read)], responses=problem(401))
 
 
 @router.post("/v1/convert/{protocol}", operation_id="convertMessages", tags=["codec"],

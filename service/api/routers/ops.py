@@ -6,11 +6,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
+from service.api.body_route import CheckedBodyRoute
 from service.api.deps import RuntimeDep
 from service.api.metrics import CONTENT_TYPE
 from service.api.models import problem
 
-router = APIRouter(tags=["ops"])
+router = APIRouter(route_class=CheckedBodyRoute,
+                   tags=["ops"])
 _OK = b'{"status":"ok"}'
 
 

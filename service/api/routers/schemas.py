@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 from fastapi import APIRouter, Depends
 
+from service.api.body_route import CheckedBodyRoute
 from service.api.deps import RuntimeDep, require_read, require_write
 from service.api.models import (
     SchemasOut,
@@ -19,7 +20,8 @@ from service.api.models import (
 from service.core.schema import SchemaPair, generate_schemas
 from service.registry.tables import check_table
 
-router = APIRouter(tags=["schemas"], responses=problem(401))
+router = APIRouter(route_class=CheckedBodyRoute,
+                   tags=["schemas"], responses=problem(401))
 _READ = [Depends(require_read)]
 
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
 
+from service.api.body_route import CheckedBodyRoute
 from service.api.deps import RuntimeDep, require_read, require_write
 from service.api.models import (
     CompatibilityIn,
@@ -17,10 +18,12 @@ from service.api.models import (
 )
 from service.registry.compatibility import CompatibilityLevel
 
-router = APIRouter(tags=["registry-admin"], responses=problem(401, 404, 502, 503))
+router = APIRouter(route_class=CheckedBodyRoute,
+                   tags=["registry-admin"], responses=problem(401, 404, 502, 503))
 _READ, _WRITE = [Depends(require_read)], [Depends(require_write)]
 SubjectPath = Annotated[str, Path(examples=["tidb_shop_orders-value"])]
-VersionPath = Annotated[str, Path(description="1, 2, ... or `latest`", examples=["latest"])]
+VersionPath = Annotated[str, Path(description="1, 2, ... or `latest` (`-1` also means latest)",
+                                  pattern=r"^(latest|-1|[1-9][0-9]*)$", examples=["latest"])]
 Deleted = Annotated[bool, Query(description="Include soft-deleted entries")]
 Permanent = Annotated[bool, Query(description="Hard delete (after a soft delete)")]
 

@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from service.core.errors import ServiceError
 from service.registry.compatibility import CompatibilityVerdict
@@ -241,4 +241,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     phrase = {404: "HTTP 404 Not Found", 405: "HTTP 405 Method Not Allowed"}.get(
         status, f"HTTP {status}")
-    return _error(status, status, phrase)
+    response = _error(status, status, phrase)
+    allow = ", ".join(sorted({m for route in request.app.routes  # every route at the path
+                              if route.matches(request.scope)[0] != Match.NONE
+                              for m in getattr(route, "methods", None) or ()}))
+    if status == 405 and allow:
+        response.headers["Allow"] = allow  # RFC 9110 §15.5.6
+    return response
