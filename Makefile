@@ -62,7 +62,8 @@ $(SERVICE): pyproject.toml
 $(EXTRAS): $(SERVICE) pyproject.toml
 	@echo "installing the spark and dev extras into $(VENV): pyspark (~435 MB download, ~470 MB" \
 		"installed; pip builds it from its source archive the first time, then reuses the" \
-		"wheel from its cache) and the test tools (~25 MB download, ~70 MB installed)"
+		"wheel from its cache), delta-spark and delta-rs with pyarrow (~95 MB download," \
+		"~300 MB installed) and the test tools (~25 MB download, ~70 MB installed)"
 	$(PIP) -e '.[spark,dev]'
 	@touch $@
 

@@ -1,4 +1,5 @@
-"""The Spark session: spark-avro and spark-sql-kafka from the Maven cache via ``spark.jars``."""
+"""The Spark session: spark-avro, spark-sql-kafka and Delta Lake from the Maven cache via
+``spark.jars``, with Delta's SQL extension and catalog."""
 
 from __future__ import annotations
 
@@ -13,14 +14,15 @@ from spark_jobs.errors import JobError
 __all__ = ["jar_paths", "build_session"]
 
 _ROOT = Path(__file__).resolve().parents[1]
-_REQUIRED = ("spark-avro_2.13", "spark-sql-kafka-0-10_2.13")
+_REQUIRED = ("spark-avro_2.13", "spark-sql-kafka-0-10_2.13", "delta-spark_2.13")
 
 
 def jar_paths() -> list[str]:
     """The jars deploy/jvm/fetch.sh put in the cache (``FLATAVRO_JVM_CACHE`` or .cache/jvm).
 
     Raises:
-        JobError: the cache lacks spark-avro or spark-sql-kafka (run ``make setup``).
+        JobError: the cache lacks spark-avro, spark-sql-kafka or delta-spark (run
+            ``make setup``).
     """
     cache = Path(os.environ.get("FLATAVRO_JVM_CACHE", _ROOT / ".cache" / "jvm")) / "spark"
     jars = sorted(str(p) for p in cache.glob("*.jar"))
@@ -35,7 +37,9 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
     its gateway) the jars come from ``--packages`` and the master from the submit; otherwise
     the cached jars go in ``spark.jars`` and `master` defaults to ``local[*]``."""
     builder = SparkSession.builder.appName(app_name).config(
-        "spark.sql.session.timeZone", "UTC")
+        "spark.sql.session.timeZone", "UTC").config(
+        "spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension").config(
+        "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
         builder = builder.config("spark.jars", ",".join(jar_paths())).config(

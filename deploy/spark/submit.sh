@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Production: run the bulk-read job on a Spark 4.0 cluster with spark-submit. The JVM parts
 # come from --packages (the same versions deploy/jvm fetches for local runs: spark-avro and
-# spark-sql-kafka at the cluster's Spark version); the Python code ships as dist/flatavro.zip,
+# spark-sql-kafka at the cluster's Spark version, delta-spark at the matching Delta release); the Python code ships as dist/flatavro.zip,
 # rebuilt here each time (as `make dist` does) so it is the checkout's code.
 #   deploy/spark/submit.sh --topic tidb_shop_orders --bootstrap-servers kafka:9092 \
 #       --service-url http://flatavro:8080 --output s3a://lake/orders --materialize
@@ -10,10 +10,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 spark_version=${SPARK_VERSION:-4.0.0}
+delta_version=${DELTA_VERSION:-4.0.0}  # the Delta release built for that Spark line
 "${PYTHON:-python3}" "$root/deploy/spark/build_zip.py" "$root/dist/flatavro.zip" >&2
 exec spark-submit \
     --master "${SPARK_MASTER:-yarn}" \
-    --packages "org.apache.spark:spark-avro_2.13:$spark_version,org.apache.spark:spark-sql-kafka-0-10_2.13:$spark_version" \
+    --packages "org.apache.spark:spark-avro_2.13:$spark_version,org.apache.spark:spark-sql-kafka-0-10_2.13:$spark_version,io.delta:delta-spark_2.13:$delta_version" \
     --py-files "$root/dist/flatavro.zip" \
     --conf spark.sql.session.timeZone=UTC \
     "$root/spark_jobs/bulk_read.py" "$@"

@@ -9,7 +9,7 @@ import tomllib
 
 from tests.deploy.conftest import ROOT
 
-JVM_PACKAGES = {"pyspark", "py4j"}
+JVM_PACKAGES = {"pyspark", "py4j", "delta-spark", "deltalake"}
 
 # Imports every module of the packages named in argv with pyspark and py4j refused, as on a
 # machine where `make run` installed the service alone; prints how many modules it imported.
@@ -60,7 +60,7 @@ def test_runtime_dependencies_leave_spark_to_its_extra() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     project = pyproject["project"]
     assert not requirement_names(project["dependencies"]) & JVM_PACKAGES
-    assert project["optional-dependencies"]["spark"] == ["pyspark==4.0.0"]
+    assert requirement_names(project["optional-dependencies"]["spark"]) == JVM_PACKAGES - {"py4j"}
     # An SPDX string (setuptools >= 77 reads it) instead of the deprecated table: no banner.
     assert project["license"] == "Apache-2.0"
     assert "setuptools>=77,<81" in pyproject["build-system"]["requires"]
@@ -74,3 +74,17 @@ def test_spark_versions_agree() -> None:
     submit = (ROOT / "deploy" / "spark" / "submit.sh").read_text(encoding="utf-8")
     assert set(re.findall(r"spark-(?:avro|sql-kafka-0-10)_2\.13:([\d.]+)", compose)) == {pinned}
     assert re.search(r"SPARK_VERSION:-([\d.]+)", submit).group(1) == pinned  # type: ignore[union-attr]
+
+
+def test_delta_versions_agree() -> None:
+    """The delta-spark pip pin, the jar deploy/jvm fetches, compose's and submit.sh's are one
+    Delta release (the one built for the pinned Spark line)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pinned = next(r.split("==")[1] for r in project["optional-dependencies"]["spark"]
+                  if r.startswith("delta-spark=="))
+    pom = (ROOT / "deploy" / "jvm" / "spark-pom.xml").read_text(encoding="utf-8")
+    compose = (ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8")
+    submit = (ROOT / "deploy" / "spark" / "submit.sh").read_text(encoding="utf-8")
+    assert re.search(r"<delta.version>([\d.]+)<", pom).group(1) == pinned  # type: ignore[union-attr]
+    assert re.findall(r"delta-spark_2\.13:([\d.]+)", compose) == [pinned]
+    assert re.search(r"DELTA_VERSION:-([\d.]+)", submit).group(1) == pinned  # type: ignore[union-attr]
