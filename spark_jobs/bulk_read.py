@@ -1,4 +1,5 @@
-"""``python -m spark_jobs.bulk_read``: a flat-avro topic (Kafka or a dump) -> typed Parquet.
+"""``python -m spark_jobs.bulk_read``: a flat-avro topic (Kafka or a dump) -> typed Parquet or a
+Delta table.
 
 Wiring only: resolve the schemas once (driver), read, check frames in Spark SQL, decode each
 writer id's rows with its writer schema into the latest (reader) schema, write. See
@@ -63,7 +64,7 @@ def run(spark: SparkSession, config: JobConfig) -> None:
     ok = decoded if config.mode is Mode.FAILFAST else decoded.where("NOT _undecoded")
     rows = _typed(ok, schemas, config)
     try:
-        sources.write_parquet(spark, rows, config.output)
+        sources.write_output(spark, rows, config.output, config.output_format.value)
     except Exception as exc:
         text = str(exc)
         if BAD_FRAME not in text:

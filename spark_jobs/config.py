@@ -18,6 +18,14 @@ class Mode(enum.Enum):
     PERMISSIVE = "permissive"
 
 
+class OutputFormat(enum.Enum):
+    """How `--output` is written: Parquet files, or a Delta Lake table (other engines read
+    both; a Delta table is what the streaming job keeps up to date)."""
+
+    PARQUET = "parquet"
+    DELTA = "delta"
+
+
 @dataclass(frozen=True, slots=True)
 class JobConfig:
     """Where to read, how to resolve schemas, where to write."""
@@ -35,6 +43,7 @@ class JobConfig:
     dead_letter: str | None = None
     overwrite: bool = False
     master: str | None = None
+    output_format: OutputFormat = OutputFormat.PARQUET
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,7 +67,10 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
     schemas = parser.add_mutually_exclusive_group(required=True)
     schemas.add_argument("--service-url", help="the flatavro service")
     schemas.add_argument("--registry-url", help="a Confluent-compatible registry")
-    parser.add_argument("--output", required=True, help="Parquet output path")
+    parser.add_argument("--output", required=True, help="output path (see --format)")
+    parser.add_argument("--format", choices=[f.value for f in OutputFormat],
+                        default=OutputFormat.PARQUET.value,
+                        help="write --output as Parquet (default) or as a Delta table")
     parser.add_argument("--mode", choices=[m.value for m in Mode], default="failfast")
     parser.add_argument("--materialize", action="store_true",
                         help="write the latest state per key instead of every change")
@@ -75,4 +87,4 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
         starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets,
         input=args.input, service_url=args.service_url, registry_url=args.registry_url,
         mode=mode, materialize=args.materialize, dead_letter=args.dead_letter,
-        overwrite=args.overwrite, master=args.master)
+        overwrite=args.overwrite, master=args.master, output_format=OutputFormat(args.format))

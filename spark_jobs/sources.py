@@ -10,7 +10,7 @@ from spark_jobs.config import JobConfig
 from spark_jobs.errors import JobError
 from spark_jobs.transforms import KAFKA_COLUMNS
 
-__all__ = ["check_topic", "read_source", "require_absent", "write_parquet"]
+__all__ = ["check_topic", "read_source", "require_absent", "write_parquet", "write_output"]
 
 _KAFKA_TIMEOUT_MS = "20000"
 
@@ -75,12 +75,18 @@ def require_absent(spark: SparkSession, path: str, overwrite: bool) -> None:
 
 
 def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> None:
-    """Write `df` to a temporary sibling, then move it into place: a failed job leaves no
-    output that looks complete."""
+    """Write `df` as Parquet (see `write_output`)."""
+    write_output(spark, df, path, "parquet")
+
+
+def write_output(spark: SparkSession, df: DataFrame, path: str, data_format: str) -> None:
+    """Write `df` in `data_format` (``parquet`` or ``delta``) to a temporary sibling, then move
+    it into place: a failed job leaves no output that looks complete. (A Delta table's log
+    names its files relative to the table's folder, so the folder can be moved whole.)"""
     fs, target, jvm = _fs_and_path(spark, path)
     staging = f"{path.rstrip('/')}.tmp-{uuid.uuid4().hex}"
     try:
-        df.write.mode("error").parquet(staging)
+        df.write.format(data_format).mode("error").save(staging)
     except BaseException:
         fs.delete(jvm.org.apache.hadoop.fs.Path(staging), True)
         raise

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import Producer
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
@@ -26,7 +27,7 @@ from service.core.framing import frame, unframe
 from service.core.mysql_types import MySQLType, TypeFamily
 from service.core.table import Column
 from spark_jobs.bulk_read import run
-from spark_jobs.config import JobConfig, Mode
+from spark_jobs.config import JobConfig, Mode, OutputFormat
 from spark_jobs.errors import JobError
 from tests.core.test_values import EDGE_DDL, EDGE_ROW, EDGE_TABLE, MIN_ROW
 from tests.registry.conftest import ServedApp
@@ -190,6 +191,27 @@ def test_materialize_keeps_the_latest_state(spark: SparkSession, kafka: Broker,
     run(spark, job(tmp_path, kafka, service, topic, materialize=True))
     expected = spark.createDataFrame([(1, "a2"), (4, "d")], "id int, name string")
     assertDataFrameEqual(read_output(spark, str(tmp_path / "out")), expected)
+
+
+def test_materialize_writes_a_delta_table(spark: SparkSession, kafka: Broker,
+                                          service: httpx.Client, tmp_path: Path) -> None:
+    """--format delta: the same latest state as a standard Delta table, read back by Spark
+    and by delta-rs; a re-run with --overwrite replaces it with the same rows."""
+    topic = "e2e_delta"
+    register(service, "CREATE TABLE shop.d (id INT PRIMARY KEY, name VARCHAR(20))", topic)
+    produce(kafka, topic, encode(service, topic, [
+        {"op": "insert", "row": {"id": 1, "name": "a"}},
+        {"op": "insert", "row": {"id": 2, "name": "b"}},
+        {"op": "update", "row": {"id": 1, "name": "a2"}},
+        {"op": "delete", "row": {"id": 2}}]))
+    out = str(tmp_path / "out")
+    for overwrite in (False, True):
+        run(spark, job(tmp_path, kafka, service, topic, materialize=True, overwrite=overwrite,
+                       output_format=OutputFormat.DELTA))
+        assertDataFrameEqual(spark.read.format("delta").load(out),
+                             spark.createDataFrame([(1, "a2")], "id int, name string"))
+        assert DeltaTable(out).to_pyarrow_table().to_pylist() == [{"id": 1, "name": "a2"}]
+    assert not list(tmp_path.glob("out.tmp-*"))
 
 
 def test_bad_input_is_one_error_and_no_output(spark: SparkSession, kafka: Broker,
