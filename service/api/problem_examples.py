@@ -15,18 +15,23 @@ from service.api import problems
 from service.api.readiness import NotReadyError
 from service.codec.errors import (
     InvalidJsonError,
+    InvalidMessagesError,
     InvalidRecordsError,
     InvalidRequestError,
+    UnconvertibleMessagesError,
     UnsupportedMediaTypeError,
     WriteKeyRequiredError,
 )
-from service.core.errors import InvalidDDLError, InvalidInputError, ServiceError
+from service.core import errors as core
+from service.core.errors import Fix, InvalidDDLError, InvalidInputError, ServiceError
 from service.registry import errors as reg
 from service.registry.tables import TopicBindingError
 
 __all__ = ["EXAMPLES", "examples_by_status"]
 
 _SUBJECT = "/v1/subjects/tidb_shop_orders-value"
+_VALUE = "tidb_shop_orders-value"
+_GENERATE = "/v1/schemas/generate"
 _ACCEPTED = ["application/json"]
 
 EXAMPLES: list[tuple[str, ServiceError]] = [
@@ -42,26 +47,57 @@ EXAMPLES: list[tuple[str, ServiceError]] = [
     ("/v1/topics/tidb_shop_orders/encode", InvalidRecordsError([
         {"record_index": 0, "column": "price", "message": "record 0, column price: "
          "'abc' is not a DECIMAL(12,2)"}])),
+    (_GENERATE, core.DuplicateColumnError("column `id` is defined twice", column="id")),
+    (_GENERATE, core.UnsupportedTypeError(
+        "column `g`: MySQL type GEOMETRY has no flat-avro mapping", column="g",
+        type="geometry")),
+    (_GENERATE, core.MissingDatabaseError(
+        "CREATE TABLE `orders` names no database (the topic, subjects and Avro namespace are "
+        "built from it)", table="orders", fix=[Fix.DATABASE])),
+    (_GENERATE, core.NameCollisionError(
+        "column `a_b` and column `a-b` both become the Avro field `a_b`", column="a_b",
+        other="a-b", avro_name="a_b")),
+    (_GENERATE, core.InvalidDefaultError(
+        "column `n`: DEFAULT 'x' is not a value of INT: 'x' is not an integer", column="n")),
+    (_GENERATE, core.LimitExceededError(
+        "table `orders` has 4097 columns; TiDB allows at most 4096", what="columns",
+        limit=4096, value=4097, table="orders")),
+    ("/v1/tables/check", core.InvalidTopicRuleError(
+        "topic rule 'tidb_{table}_{schema}' is invalid: {schema} must come before {table}",
+        rule="tidb_{table}_{schema}")),
+    (f"{_SUBJECT}/versions/2147483648", reg.InvalidVersionError(
+        "The specified version '2147483648' is not a valid version id. Allowed values are "
+        "between [1, 2^31-1] and the string \"latest\"", version="2147483648")),
+    ("/v1/decode", InvalidMessagesError([
+        {"code": "invalid_message", "message_index": 0, "part": "key",
+         "message": "message 0 key: truncated Confluent header: 3 byte(s), expected at "
+                    "least 5",
+         "reason": "truncated Confluent header: 3 byte(s), expected at least 5", "offset": 3}])),
+    ("/v1/convert/canal-json", UnconvertibleMessagesError([
+        {"code": "no_schema", "message": "message 0: topic tidb_shop_orders has no "
+         "registered schema (subject tidb_shop_orders-value)", "topic": "tidb_shop_orders",
+         "fix": ["register_table", "register_on_convert"], "message_index": 0}],
+        failed_messages=[0], converted=0)),
     ("/v1/subjects/nope-value/versions", reg.SubjectNotFoundError(
-        "subject nope-value not found", subject="nope-value")),
+        "Subject 'nope-value' not found.", subject="nope-value")),
     (f"{_SUBJECT}/versions/7", reg.VersionNotFoundError(
-        "version 7 of subject tidb_shop_orders-value not found",
-        subject="tidb_shop_orders-value", version=7)),
-    ("/v1/decode", reg.SchemaNotFoundError("schema id 42 not found", schema_id=42)),
+        "Version 7 not found.", subject=_VALUE, version=7)),
+    ("/v1/decode", reg.SchemaNotFoundError("Schema 42 not found", schema_id=42)),
     (_SUBJECT, reg.SubjectSoftDeletedError(
-        "subject tidb_shop_orders-value was soft-deleted", subject="tidb_shop_orders-value")),
+        f"Subject '{_VALUE}' was soft deleted.Set permanent=true to delete permanently",
+        subject=_VALUE)),
     (_SUBJECT, reg.SubjectNotSoftDeletedError(
-        "subject tidb_shop_orders-value must be soft-deleted before a permanent delete",
-        subject="tidb_shop_orders-value")),
+        f"Subject '{_VALUE}' was not deleted first before being permanently deleted",
+        subject=_VALUE)),
     (f"{_SUBJECT}/versions/1", reg.VersionSoftDeletedError(
-        "version 1 of subject tidb_shop_orders-value was soft-deleted",
-        subject="tidb_shop_orders-value", version=1)),
+        f"Subject '{_VALUE}' Version 1 was soft deleted.Set permanent=true to delete "
+        "permanently", subject=_VALUE)),
     (f"{_SUBJECT}/versions/1", reg.VersionNotSoftDeletedError(
-        "version 1 of subject tidb_shop_orders-value must be soft-deleted before a "
-        "permanent delete", subject="tidb_shop_orders-value", version=1)),
+        f"Subject '{_VALUE}' Version 1 was not deleted first before being permanently "
+        "deleted", subject=_VALUE)),
     (f"{_SUBJECT}/compatibility", reg.SubjectConfigNotFoundError(
-        "subject tidb_shop_orders-value has no compatibility level of its own",
-        subject="tidb_shop_orders-value")),
+        f"Subject '{_VALUE}' does not have subject-level compatibility configured",
+        subject=_VALUE)),
     ("/v1/nope", problems._RouteNotFound("no route GET /v1/nope")),
     ("/v1/tables/register", reg.IncompatibleSchemaError(
         "the value schema is incompatible with version 1 of tidb_shop_orders-value "
@@ -72,7 +108,7 @@ EXAMPLES: list[tuple[str, ServiceError]] = [
     ("/v1/subjects/tidb_shop_orders-value", reg.RegistryError(
         "the registry refused the request: subject name too long")),
     ("/v1/tables/register", reg.ReadOnlyModeError(
-        "the registry is in READONLY mode", subject="tidb_shop_orders-value")),
+        f"Subject {_VALUE} is in read-only mode", subject=_VALUE)),
     ("/v1/tables/check", reg.RegistryServerError(
         "the registry answered 500: internal error")),
     ("/v1/tables/check", reg.RegistryUnavailableError(

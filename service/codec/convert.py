@@ -24,6 +24,7 @@ from service.cdc.events import ChangeEvent, EventKind, Pending, SourceMessage
 from service.cdc.interface import ProtocolDecoder
 from service.cdc.plain import RowMapper
 from service.codec.errors import UnconvertibleMessagesError, WriteKeyRequiredError
+from service.codec.offload import run_cpu
 from service.codec.resolver import BoundSchema, SchemaResolver, TopicSchemas
 from service.codec.writer import ChangeWriter, Framed
 from service.core.errors import Fix, InvalidInputError, RowValidationError
@@ -101,10 +102,11 @@ class Converter:
             raise WriteKeyRequiredError("register=true registers schemas: it needs an API "
                                         "key (Authorization: Bearer <key> or X-API-Key)")
         rule = parse_topic_rule(request.topic_rule)
-        events, skipped, pending, errors = self._decode(protocol, request)
+        size = sum(len(k or "") + len(v or "") for k, v in request.messages)
+        events, skipped, pending, errors = await run_cpu(size, self._decode, protocol, request)
         topics = [rule.expand(e.schema or "", e.table or "") for e in events]
         targets, target_of = await self._targets(events, topics, request, errors)
-        framed = self._check(events, targets, target_of, errors)
+        framed = await run_cpu(size, self._check, events, targets, target_of, errors)
         if errors:
             failed = sorted({e["message_index"] for e in errors}
                             | {i for e in errors for i in e.get("affected_messages", ())})

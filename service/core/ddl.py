@@ -14,7 +14,7 @@ from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
 from service.core.errors import Fix, InvalidDDLError, InvalidTableError, MissingDatabaseError
-from service.core.limits import check_ddl_size
+from service.core.limits import check_column_count, check_ddl_size
 from service.core.mysql_types import MySQLType, TypeFamily, lookup_type
 from service.core.table import Column, ColumnType, Index, Table
 
@@ -67,6 +67,8 @@ def table_from_ddl(ddl: str, *, schema: str | None = None) -> Table:
         InvalidDDLError: the text does not parse (the error gives line and column), holds
             several statements, or is not a ``CREATE TABLE`` with column definitions.
         MissingDatabaseError: neither the statement nor `schema` names the database.
+        LimitExceededError: the text is over 1 MiB or declares more than 4096 columns (both
+            checked before parsing), or the table is past another of TiDB's limits.
         InvalidTableError / UnsupportedTypeError: as for any table definition.
     """
     check_ddl_size(ddl)
@@ -161,12 +163,15 @@ def _parse_single_create(ddl: str) -> tuple[exp.Create, frozenset[str]]:
 def _blank_tidb_extras(ddl: str) -> tuple[str, frozenset[str]]:
     """Replace TiDB-only tokens with spaces, keeping every other character where it was.
 
-    Also returns the columns declared ``REAL``: MySQL's REAL is DOUBLE, sqlglot reads FLOAT.
+    Also returns the columns declared ``REAL``: MySQL's REAL is DOUBLE, sqlglot reads FLOAT;
+    and refuses more columns than TiDB allows (`LimitExceededError`) before anything parses.
     """
     try:
         tokens = _DIALECT.tokenize(ddl)
     except sqlglot.errors.TokenError:
         return ddl, frozenset()  # the parser reports the problem with its position
+    # Counted on the tokens: parsing costs four times as much as tokenizing.
+    check_column_count(_declared_columns(tokens), _table_name(tokens))
     chars = list(ddl)
     spans: list[tuple[int, int]] = []
     real_columns = {
@@ -198,6 +203,52 @@ def _blank_tidb_extras(ddl: str) -> tuple[str, frozenset[str]]:
             if chars[pos] not in "\r\n":
                 chars[pos] = " "
     return "".join(chars), frozenset(real_columns)
+
+
+# The first words of the table-level clauses of a CREATE TABLE body (reserved words in MySQL,
+# so never an unquoted column name); an item whose second word is INDEX or KEY (FULLTEXT KEY,
+# VECTOR INDEX, ...) is a clause too. Every other item defines a column.
+_CLAUSE_WORDS = frozenset({"PRIMARY", "UNIQUE", "KEY", "INDEX", "CONSTRAINT", "FOREIGN",
+                           "CHECK"})
+_INDEX_WORDS = frozenset({"INDEX", "KEY"})
+
+
+def _declared_columns(tokens: list[Token]) -> int:
+    """How many column definitions the statement's first ``( ... )`` holds, virtual ones
+    included (TiDB's column limit counts them)."""
+    count, depth, first = 0, 0, -1
+    for i, tok in enumerate(tokens):
+        kind = tok.token_type
+        if kind is TokenType.L_PAREN:
+            depth += 1
+            first = i + 1 if depth == 1 else first
+        elif kind is TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return count + _is_column_item(tokens, first, i)
+        elif kind is TokenType.COMMA and depth == 1:
+            count += _is_column_item(tokens, first, i)
+            first = i + 1
+    return count
+
+
+def _is_column_item(tokens: list[Token], start: int, end: int) -> bool:
+    """Whether tokens[start:end], one item of a CREATE TABLE body, defines a column."""
+    if start < 0 or start >= end:
+        return False
+    head = tokens[start]
+    if head.token_type is TokenType.IDENTIFIER:  # a `quoted` name
+        return True
+    second = tokens[start + 1].text.split()[0].upper() if start + 1 < end else ""
+    return head.text.split()[0].upper() not in _CLAUSE_WORDS and second not in _INDEX_WORDS
+
+
+def _table_name(tokens: list[Token]) -> str:
+    """The name before the statement's first ``(`` (for messages; "" if there is none)."""
+    for before, tok in zip(tokens, tokens[1:], strict=False):
+        if tok.token_type is TokenType.L_PAREN:
+            return before.text
+    return ""
 
 
 def _skip_parens(tokens: list[Token], i: int) -> int:

@@ -128,8 +128,9 @@ class MissingDatabaseError(InvalidTableError):
 
 
 class LimitExceededError(InvalidTableError):
-    """A table definition is past one of TiDB's limits (columns, identifier length, DDL size);
-    `what`, `limit` and `value` say which."""
+    """A table definition is past one of TiDB's limits (columns, identifier length, DDL size,
+    indexes, columns in an index, SET members, ENUM/SET member length); `what`, `limit` and
+    `value` say which."""
 
     code = "limit_exceeded"
 

@@ -1,24 +1,32 @@
 """TiDB's table limits, enforced on every table definition before any work is done on it.
 
-TiDB refuses a table with more than 4096 columns (``table-column-count-limit``, at most 4096)
-and identifiers longer than 64 characters (databases, tables, columns, indexes); a definition
-past them cannot come from TiDB, and accepting one would only let a request run long. A DDL
-text is capped before it is parsed: 1 MiB holds the largest legal table with room to spare
-(4096 columns of 64-character names with type, NULL and DEFAULT clauses are ~0.5 MB).
+From TiDB's "TiDB Limitations" page: at most 4096 columns (``table-column-count-limit``, at
+most 4096), identifiers (database, table, column, index) of at most 64 characters, at most 512
+indexes (``index-limit``, at most 512) and 16 columns in one index; from TiDB's DDL checks: a
+SET of at most 64 members, and ENUM/SET members of at most 255 characters
+(``enable-enum-length-limit``, on by default). Lengths are in characters, as TiDB counts them.
+A definition past them cannot come from TiDB, and accepting one would only let a request run
+long. A DDL text is capped before it is parsed: 1 MiB holds the largest legal table with room
+to spare (4096 columns of 64-character names with type, NULL and DEFAULT clauses are ~0.5 MB).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from service.core.errors import LimitExceededError
 
-__all__ = ["MAX_COLUMNS", "MAX_IDENTIFIER_LENGTH", "MAX_DDL_BYTES", "check_ddl_size",
-           "check_column_count", "check_identifiers"]
+__all__ = ["MAX_COLUMNS", "MAX_IDENTIFIER_LENGTH", "MAX_DDL_BYTES", "MAX_INDEXES",
+           "MAX_INDEX_COLUMNS", "MAX_SET_MEMBERS", "MAX_MEMBER_LENGTH", "check_ddl_size",
+           "check_column_count", "check_identifiers", "check_indexes", "check_members"]
 
 MAX_COLUMNS = 4096
 MAX_IDENTIFIER_LENGTH = 64
 MAX_DDL_BYTES = 1 << 20
+MAX_INDEXES = 512
+MAX_INDEX_COLUMNS = 16
+MAX_SET_MEMBERS = 64
+MAX_MEMBER_LENGTH = 255
 
 
 def check_ddl_size(ddl: str) -> None:
@@ -49,5 +57,37 @@ def check_identifiers(named: Iterable[tuple[str, str]]) -> None:
         raise LimitExceededError(
             f"identifiers longer than TiDB's {MAX_IDENTIFIER_LENGTH} characters: {listed}",
             what="identifier_length", limit=MAX_IDENTIFIER_LENGTH,
+            value=max(len(name) for _, name in long),
             identifiers=[{"kind": kind, "name": name, "length": len(name)}
                          for kind, name in long])
+
+
+def check_indexes(table: str, indexes: Sequence[tuple[str, int]]) -> None:
+    """Refuse more indexes than TiDB allows, or an index of more than 16 columns; `indexes`
+    holds (name, column count) pairs."""
+    if len(indexes) > MAX_INDEXES:
+        raise LimitExceededError(
+            f"table `{table}` has {len(indexes)} indexes; TiDB allows at most {MAX_INDEXES}",
+            what="indexes", limit=MAX_INDEXES, value=len(indexes), table=table)
+    for name, columns in indexes:
+        if columns > MAX_INDEX_COLUMNS:
+            raise LimitExceededError(
+                f"index `{name}` of table `{table}` has {columns} columns; TiDB allows at most "
+                f"{MAX_INDEX_COLUMNS} in one index", what="index_columns",
+                limit=MAX_INDEX_COLUMNS, value=columns, table=table, index=name)
+
+
+def check_members(column: str, kind: str, members: Sequence[str]) -> None:
+    """Refuse a SET of more than 64 members, or an ENUM/SET member over 255 characters;
+    `kind` is ``ENUM`` or ``SET``."""
+    if kind == "SET" and len(members) > MAX_SET_MEMBERS:
+        raise LimitExceededError(
+            f"column `{column}`: SET has {len(members)} members; TiDB allows at most "
+            f"{MAX_SET_MEMBERS}", what="set_members", limit=MAX_SET_MEMBERS,
+            value=len(members), column=column)
+    for position, member in enumerate(members):
+        if len(member) > MAX_MEMBER_LENGTH:
+            raise LimitExceededError(
+                f"column `{column}`: {kind} member #{position} is {len(member)} characters; "
+                f"TiDB allows at most {MAX_MEMBER_LENGTH}", what="member_length",
+                limit=MAX_MEMBER_LENGTH, value=len(member), column=column, member=position)

@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from service.core.errors import DuplicateColumnError, InvalidTableError
-from service.core.limits import check_column_count, check_identifiers
+from service.core.limits import (
+    check_column_count,
+    check_identifiers,
+    check_indexes,
+    check_members,
+)
 from service.core.mysql_types import MySQLType, TypeFamily
 
 __all__ = ["ColumnType", "Column", "Index", "Table", "MAX_DECIMAL_PRECISION", "MAX_DECIMAL_SCALE"]
@@ -87,6 +92,7 @@ class ColumnType:
         Raises:
             InvalidTableError: DECIMAL precision > 65, scale > 30 or > precision; BIT width
                 outside 1..64; fsp > 6; ENUM/SET without members.
+            LimitExceededError: a SET of more than 64 members, a member over 255 characters.
         """
         family = self.base.family
         if family is TypeFamily.DECIMAL:
@@ -104,8 +110,8 @@ class ColumnType:
         elif self.base in (MySQLType.TIME, MySQLType.DATETIME, MySQLType.TIMESTAMP):
             if self.fsp > MAX_FSP:
                 _bad(column, f"fractional seconds precision {self.fsp} exceeds {MAX_FSP}")
-        if family is TypeFamily.SET and len(self.elements) > 64:
-            _bad(column, f"SET has {len(self.elements)} members; at most 64 are allowed")
+        if family in (TypeFamily.ENUM, TypeFamily.SET):
+            check_members(column, self.base.value.upper(), self.elements)
 
 
 def _bad(column: str, why: str) -> None:
@@ -172,6 +178,7 @@ class Table:
         check_identifiers([("database", self.schema), ("table", self.table),
                            *(("column", c.name) for c in self.columns),
                            *(("index", i.name) for i in self.indexes)])
+        check_indexes(self.table, [(i.name, len(i.columns)) for i in self.indexes])
         by_name: dict[str, Column] = {}
         for position, col in enumerate(self.columns):
             if not col.name:

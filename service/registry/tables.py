@@ -76,7 +76,7 @@ async def check_table(registry: SchemaRegistry, table: Table, options: SchemaOpt
         TopicBindingError: the topic already holds another table.
     """
     topic = parse_topic_rule(topic_rule).expand(table.schema, table.table)
-    pair = generate_schemas(table, options)
+    pair = await anyio.to_thread.run_sync(generate_schemas, table, options)  # CPU: wide tables
     wanted = [(SubjectKind.VALUE, pair.value_schema)]
     if pair.key_schema is not None:
         wanted.insert(0, (SubjectKind.KEY, pair.key_schema))

@@ -7,12 +7,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+from fastapi.testclient import TestClient
+
 from service.api.app import create_app
 from service.api.openapi_file import DEFAULT_PATH, document, render
 from service.api.problem_examples import EXAMPLES
 from service.api.problems import STATUS, status_of
 from service.api.settings import Settings
 from service.cdc.catalog import Protocol
+from tests.api.conftest import ORDERS_DDL
 
 ROOT = Path(__file__).resolve().parents[2]
 TAGS = {"schemas", "topics", "codec", "registry-admin", "ops"}
@@ -139,3 +142,23 @@ def test_the_register_example_has_a_key_and_a_value_subject() -> None:
     example = model["examples"][0]
     assert (example["key"]["subject"], example["value"]["subject"]) == \
         ("tidb_shop_orders-key", "tidb_shop_orders-value")
+
+
+def test_documented_error_examples_are_what_the_service_answers(client: TestClient) -> None:
+    examples = document()["components"]["examples"]
+    assert client.post("/v1/tables/register", json={"ddl": ORDERS_DDL}).status_code == 200
+    answers = {
+        "422-duplicate_column": client.post("/v1/schemas/generate", json={
+            "ddl": "CREATE TABLE shop.orders (id INT PRIMARY KEY, id INT)"}),
+        "422-missing_database": client.post("/v1/schemas/generate", json={
+            "ddl": "CREATE TABLE orders (id INT PRIMARY KEY)"}),
+        "422-invalid_default": client.post("/v1/schemas/generate", json={
+            "ddl": "CREATE TABLE shop.orders (id INT PRIMARY KEY, n INT DEFAULT 'x')"}),
+        "422-invalid_version": client.get(
+            "/v1/subjects/tidb_shop_orders-value/versions/2147483648"),
+        "404-subject_not_found": client.get("/v1/subjects/nope-value/versions"),
+        "404-version_not_found": client.get("/v1/subjects/tidb_shop_orders-value/versions/7"),
+    }
+    for name, response in answers.items():
+        assert (response.status_code, response.json()) == \
+            (int(name[:3]), examples[name]["value"]), name

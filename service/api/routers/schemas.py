@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import anyio
 from fastapi import APIRouter, Depends
 
 from service.api.body_route import CheckedBodyRoute
@@ -17,7 +16,7 @@ from service.api.models import (
     problem,
     registration_out,
 )
-from service.core.schema import SchemaPair, generate_schemas
+from service.api.table_work import schemas_of, table_of
 from service.registry.tables import check_table
 
 router = APIRouter(route_class=CheckedBodyRoute,
@@ -32,7 +31,7 @@ _READ = [Depends(require_read)]
                          "Nothing is registered.",
              response_model_by_alias=True)
 async def generate(body: TableInput) -> SchemasOut:
-    pair = await anyio.to_thread.run_sync(_generate, body)
+    pair = await schemas_of(body)
     return SchemasOut(key_schema=pair.key_schema, value_schema=pair.value_schema,
                       key_columns=list(pair.key_columns))
 
@@ -44,8 +43,7 @@ async def generate(body: TableInput) -> SchemasOut:
                          "every incompatibility column by column. Registers nothing.",
              responses=problem(409, 502, 503))
 async def check(body: TopicTableInput, runtime: RuntimeDep) -> TableCheckOut:
-    table = await anyio.to_thread.run_sync(body.to_table)
-    return check_out(await check_table(runtime.registry, table,
+    return check_out(await check_table(runtime.registry, await table_of(body),
                                        body.options.schema_options(), body.topic))
 
 
@@ -58,11 +56,5 @@ async def check(body: TopicTableInput, runtime: RuntimeDep) -> TableCheckOut:
              responses=problem(401, 409, 502, 503))
 async def register(body: TopicTableInput, runtime: RuntimeDep
                    ) -> TableRegistrationOut:
-    table = await anyio.to_thread.run_sync(body.to_table)
     return registration_out(await runtime.register_table(
-        table, body.options.schema_options(), body.topic))
-
-
-def _generate(body: TableInput) -> SchemaPair:
-    """Parsing a DDL and generating a wide table's schemas is CPU work: run in a thread."""
-    return generate_schemas(body.to_table(), body.options.schema_options())
+        await table_of(body), body.options.schema_options(), body.topic))

@@ -22,7 +22,8 @@ router = APIRouter(route_class=CheckedBodyRoute,
                    tags=["registry-admin"], responses=problem(401, 404, 502, 503))
 _READ, _WRITE = [Depends(require_read)], [Depends(require_write)]
 SubjectPath = Annotated[str, Path(examples=["tidb_shop_orders-value"])]
-VersionPath = Annotated[str, Path(description="1, 2, ... or `latest` (`-1` also means latest)",
+VersionPath = Annotated[str, Path(description="1, 2, ... up to 2^31-1 (larger: 422 "
+                                              "`invalid_version`), or `latest` (`-1` too)",
                                   pattern=r"^(latest|-1|[1-9][0-9]*)$", examples=["latest"])]
 Deleted = Annotated[bool, Query(description="Include soft-deleted entries")]
 Permanent = Annotated[bool, Query(description="Hard delete (after a soft delete)")]
