@@ -18,7 +18,7 @@ from fastapi.routing import APIRoute
 from service.codec.body import parse_json_body
 from service.codec.errors import UnsupportedMediaTypeError
 
-__all__ = ["CheckedBodyRoute"]
+__all__ = ["CheckedBodyRoute", "media_type"]
 
 _JSON = "application/json"
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
@@ -35,7 +35,7 @@ class CheckedBodyRoute(APIRoute):
 
         async def checked(request: Request) -> Response:
             if request.method in _WITH_BODY:
-                media = _media_type(request.headers.get("content-type", ""))
+                media = media_type(request)
                 if not _accepts(accepted, media):
                     raise UnsupportedMediaTypeError(
                         f"Content-Type {media or '(none)'} is not accepted here; send "
@@ -47,11 +47,15 @@ class CheckedBodyRoute(APIRoute):
         return checked
 
 
-def _media_type(header: str) -> str:
-    return header.split(";", 1)[0].strip().lower()
+def media_type(request: Request) -> str:
+    """The request's media type without parameters, lower-cased (RFC 9110 §8.3.1: media
+    types are case-insensitive); empty when there is no Content-Type."""
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
 def _accepts(accepted: list[str], media: str) -> bool:
     if media in accepted:
         return True
-    return _JSON in accepted and media.startswith("application/") and media.endswith("+json")
+    suffixed = media.startswith("application/") and media.endswith("+json") \
+        and len(media) > len("application/+json")  # a subtype before the suffix
+    return _JSON in accepted and suffixed

@@ -7,11 +7,12 @@ import time
 import uuid
 from typing import Any, Protocol
 
-import orjson
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.logs import request_id
-from service.api.problems import PROBLEM_JSON
+from service.api.problems import problem_response
+from service.codec.errors import BodyTooLargeError
 
 __all__ = ["RequestContext", "BodyLimit"]
 
@@ -101,15 +102,12 @@ class BodyLimit:
         await self.app(scope, _replay(b"".join(chunks), receive), send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
-        body = orjson.dumps({
-            "type": "urn:flatavro:problem:body_too_large", "title": "Body too large",
-            "status": 413, "code": "body_too_large", "instance": scope["path"],
-            "detail": f"the request body is over the limit of {self.max_bytes} bytes",
-            "limit": self.max_bytes})
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", PROBLEM_JSON.encode()),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        error = BodyTooLargeError(f"the request body is over the limit of {self.max_bytes} "
+                                  "bytes (FLATAVRO_MAX_BODY_BYTES)", limit=self.max_bytes)
+        response = problem_response(Request(scope), error, retry_after=0)  # like every error
+        await send({"type": "http.response.start", "status": response.status_code,
+                    "headers": response.raw_headers})
+        await send({"type": "http.response.body", "body": response.body})
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -278,15 +278,37 @@ class Problem(BaseModel):
         None, description="503 from /readyz: each dependency's status and reason")
     subject: str | None = None
     version: int | str | None = None
+    topic: str | None = None
+    table: str | None = None
+    mysql_type: str | None = Field(None, description="The MySQL type at fault")
+    avro_name: str | None = Field(None, description="The Avro name two columns both become")
+    other: str | None = Field(None, description="The other column of a name collision")
+    rule: str | None = Field(None, description="The topic rule at fault")
+    what: str | None = Field(None, description="Which limit (`columns`, `indexes`, ...)")
+    value: int | None = Field(None, description="The value past `limit`")
+    content_type: str | None = Field(None, description="415: the media type that was sent")
+    converted: int | None = Field(None, description="Messages converted (0: a batch converts "
+                                                    "whole or not at all)")
+    failed_messages: list[int] | None = Field(None, description="Indexes of the messages "
+                                                                "that cannot be converted")
+    registry_status: int | None = Field(None, description="The HTTP status the registry "
+                                                          "answered")
+    error_code: int | None = Field(None, description="The `error_code` the registry answered")
+    url: str | None = Field(None, description="The registry that does not answer")
+    reason: str | None = Field(None, description="Why it does not answer")
+    subjects: list[dict[str, Any]] | None = Field(
+        None, description="409: each refusing subject with every incompatibility")
+    registered_table: str | None = Field(None, description="409: the table the topic holds")
+    identifiers: list[dict[str, Any]] | None = Field(
+        None, description="Every identifier past TiDB's length limit")
 
 
 def problem(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` entries for problem+json statuses (422 always: request validation
     answers problem+json too). `Problem` joins the components in `service.api.docs`."""
-    body = {"schema": {"$ref": "#/components/schemas/Problem"}}
-    return {s: {"description": HTTPStatus(s).phrase, "content": {"application/problem+json": body}}
+    return {s: {"description": HTTPStatus(s).phrase, "content": {"application/problem+json": {
+        "schema": {"$ref": "#/components/schemas/Problem"}}}}  # one dict each: examples differ
             for s in sorted({422, *statuses})}
-
 
 
 def check_out(check: TableCheck) -> TableCheckOut:

@@ -1,7 +1,8 @@
 """Example error bodies for the OpenAPI document, rendered by `problems.problem_response`.
 
-One example instance per class of the `problems.STATUS` table (and a few common codes under
-the 422 base), so the documented bodies are exactly what the service sends.
+An example for each class of the `problems.STATUS` table an operation can answer, and the
+common codes under the 422 base; each is what the service sends in a real case
+(tests/api/test_openapi.py replays the cases and compares).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from starlette.requests import Request
 
 from service.api import problems
 from service.api.readiness import NotReadyError
+from service.api.settings import Settings
 from service.codec.errors import (
+    BodyTooLargeError,
     InvalidJsonError,
     InvalidMessagesError,
     InvalidRecordsError,
@@ -23,7 +26,7 @@ from service.codec.errors import (
     WriteKeyRequiredError,
 )
 from service.core import errors as core
-from service.core.errors import Fix, InvalidDDLError, InvalidInputError, ServiceError
+from service.core.errors import Fix, InvalidDDLError, ServiceError
 from service.registry import errors as reg
 from service.registry.tables import TopicBindingError
 
@@ -32,57 +35,76 @@ __all__ = ["EXAMPLES", "examples_by_status"]
 _SUBJECT = "/v1/subjects/tidb_shop_orders-value"
 _VALUE = "tidb_shop_orders-value"
 _GENERATE = "/v1/schemas/generate"
-_ACCEPTED = ["application/json"]
+_REGISTER = "/v1/tables/register"
+_ENCODE = "/v1/topics/tidb_shop_orders/encode"
+_REGISTRY = "http://registry:8081"
+_LIMIT = Settings.model_fields["max_body_bytes"].default  # the document shows the defaults
+_LONG = "c" * 65
+_QTY = ("column `qty` is new and has no default; readers of the new schema cannot read data "
+        "written with version 1, which lacks it")
+_NO_SCHEMA = ("message 0: topic tidb_shop_refunds has no registered schema "
+              "(subject tidb_shop_refunds-value)")
+_TRUNCATED = "truncated Confluent header: 3 byte(s), expected at least 5"
+_BOUND = ("subject tidb_shop_orders-key already holds table default.shop.orders; table "
+          "default.shop.refunds (`shop`.`refunds`) cannot share its topic: one topic carries "
+          "one table under TopicNameStrategy")
 
 EXAMPLES: list[tuple[str, ServiceError]] = [
-    ("/v1/schemas/generate", InvalidInputError("the request is invalid", field="options")),
-    ("/v1/schemas/generate", InvalidJsonError(
+    (_GENERATE, InvalidJsonError(
         "the body is not JSON: trailing comma is not allowed at line 1, column 27 "
         "(character 26)", position=26, line=1, column=27)),
     ("/v1/tables/check", InvalidRequestError(
         "the request is invalid: body/ddl: Input should be a valid string",
         errors=[{"location": "body/ddl", "message": "Input should be a valid string"}])),
-    ("/v1/schemas/generate", InvalidDDLError(
-        "the DDL does not parse: Expecting ) at line 1, column 40", position=39)),
-    ("/v1/topics/tidb_shop_orders/encode", InvalidRecordsError([
-        {"record_index": 0, "column": "price", "message": "record 0, column price: "
-         "'abc' is not a DECIMAL(12,2)"}])),
+    (_GENERATE, InvalidDDLError(
+        "DDL does not parse at line 1, column 64: Expecting )", line=1, column=64)),
     (_GENERATE, core.DuplicateColumnError("column `id` is defined twice", column="id")),
     (_GENERATE, core.UnsupportedTypeError(
         "column `g`: MySQL type GEOMETRY has no flat-avro mapping", column="g",
-        type="geometry")),
+        mysql_type="GEOMETRY")),
     (_GENERATE, core.MissingDatabaseError(
         "CREATE TABLE `orders` names no database (the topic, subjects and Avro namespace are "
         "built from it)", table="orders", fix=[Fix.DATABASE])),
     (_GENERATE, core.NameCollisionError(
-        "column `a_b` and column `a-b` both become the Avro field `a_b`", column="a_b",
-        other="a-b", avro_name="a_b")),
+        "column `a-b` and column `a_b` both become the Avro field `a_b`", column="a-b",
+        other="a_b", avro_name="a_b")),
     (_GENERATE, core.InvalidDefaultError(
         "column `n`: DEFAULT 'x' is not a value of INT: 'x' is not an integer", column="n")),
     (_GENERATE, core.LimitExceededError(
-        "table `orders` has 4097 columns; TiDB allows at most 4096", what="columns",
-        limit=4096, value=4097, table="orders")),
+        "identifiers longer than TiDB's 64 characters: column `cccccccccccccccccccc...` "
+        "(65 characters)", what="identifier_length", limit=64, value=65,
+        identifiers=[{"kind": "column", "name": _LONG, "length": 65}])),
     ("/v1/tables/check", core.InvalidTopicRuleError(
         "topic rule 'tidb_{table}_{schema}' is invalid: {schema} must come before {table}",
         rule="tidb_{table}_{schema}")),
     (f"{_SUBJECT}/versions/2147483648", reg.InvalidVersionError(
         "The specified version '2147483648' is not a valid version id. Allowed values are "
         "between [1, 2^31-1] and the string \"latest\"", version="2147483648")),
+    (_ENCODE, InvalidRecordsError([
+        {"code": "invalid_value", "message": "record 0: column `price`: 'abc' is not a "
+         "decimal number", "column": "price", "reason": "'abc' is not a decimal number",
+         "record_index": 0}])),
     ("/v1/decode", InvalidMessagesError([
         {"code": "invalid_message", "message_index": 0, "part": "key",
-         "message": "message 0 key: truncated Confluent header: 3 byte(s), expected at "
-                    "least 5",
-         "reason": "truncated Confluent header: 3 byte(s), expected at least 5", "offset": 3}])),
+         "message": f"message 0 key: {_TRUNCATED}", "reason": _TRUNCATED, "offset": 3}])),
     ("/v1/convert/canal-json", UnconvertibleMessagesError([
-        {"code": "no_schema", "message": "message 0: topic tidb_shop_orders has no "
-         "registered schema (subject tidb_shop_orders-value)", "topic": "tidb_shop_orders",
+        {"code": "no_schema", "message": _NO_SCHEMA, "topic": "tidb_shop_refunds",
          "fix": ["register_table", "register_on_convert"], "message_index": 0}],
         failed_messages=[0], converted=0)),
+    (_REGISTER, reg.ReadOnlyModeError(
+        "Subject tidb_shop_orders-key is in read-only mode", subject="tidb_shop_orders-key")),
+    (_REGISTER, reg.RegistryError(  # a remote registry's refusal we have no class for
+        "schema registry answered 403 (40301): User is denied operation Write on Subject: "
+        f"{_VALUE}", registry_status=403, error_code=40301)),
     ("/v1/subjects/nope-value/versions", reg.SubjectNotFoundError(
         "Subject 'nope-value' not found.", subject="nope-value")),
     (f"{_SUBJECT}/versions/7", reg.VersionNotFoundError(
         "Version 7 not found.", subject=_VALUE, version=7)),
-    ("/v1/decode", reg.SchemaNotFoundError("Schema 42 not found", schema_id=42)),
+    # /v1/decode reports an unknown id inside invalid_messages; a 404 comes from a registry
+    # that answers a registration with the id only and then cannot find it (an older one)
+    (_REGISTER, reg.SchemaNotFoundError(
+        "schema registry answered 404 (40403): Schema not found", registry_status=404,
+        error_code=40403)),
     (_SUBJECT, reg.SubjectSoftDeletedError(
         f"Subject '{_VALUE}' was soft deleted.Set permanent=true to delete permanently",
         subject=_VALUE)),
@@ -95,36 +117,39 @@ EXAMPLES: list[tuple[str, ServiceError]] = [
     (f"{_SUBJECT}/versions/1", reg.VersionNotSoftDeletedError(
         f"Subject '{_VALUE}' Version 1 was not deleted first before being permanently "
         "deleted", subject=_VALUE)),
-    (f"{_SUBJECT}/compatibility", reg.SubjectConfigNotFoundError(
-        f"Subject '{_VALUE}' does not have subject-level compatibility configured",
-        subject=_VALUE)),
     ("/v1/nope", problems._RouteNotFound("no route GET /v1/nope")),
-    ("/v1/tables/register", reg.IncompatibleSchemaError(
-        "the value schema is incompatible with version 1 of tidb_shop_orders-value "
-        "(BACKWARD): column note has no default", subject="tidb_shop_orders-value")),
-    ("/v1/tables/register", TopicBindingError(
-        "topic tidb_shop_orders already carries table shop.orders_v2's schemas",
-        topic="tidb_shop_orders")),
-    ("/v1/subjects/tidb_shop_orders-value", reg.RegistryError(
-        "the registry refused the request: subject name too long")),
-    ("/v1/tables/register", reg.ReadOnlyModeError(
-        f"Subject {_VALUE} is in read-only mode", subject=_VALUE)),
+    (_REGISTER, reg.IncompatibleSchemaError(
+        f"table `shop`.`orders` is incompatible with what topic tidb_shop_orders holds: {_QTY}",
+        topic="tidb_shop_orders", subjects=[{
+            "subject": _VALUE, "compatibility_level": "BACKWARD", "incompatibilities": [{
+                "type": "READER_FIELD_MISSING_DEFAULT_VALUE", "location": "/fields/5",
+                "message": _QTY, "version": 1}]}])),
+    (_REGISTER, TopicBindingError(
+        _BOUND, subject="tidb_shop_orders-key", registered_table="default.shop.orders",
+        table="default.shop.refunds")),
     ("/v1/tables/check", reg.RegistryServerError(
-        "the registry answered 500: internal error")),
+        "schema registry answered 500 (50001): Error in the backend data store",
+        registry_status=500, error_code=50001)),
     ("/v1/tables/check", reg.RegistryUnavailableError(
-        "the registry at http://registry:8081 does not answer: connection refused",
-        retry_after=5)),
-    ("/readyz", NotReadyError("the registry is not ready", retry_after=5, dependencies={
-        "registry": {"status": "unreachable", "reason": "connection refused"}})),
-    ("/v1/tables/register", problems.ApiKeyError(
-        "this request needs an API key (Authorization: Bearer <key> or X-API-Key)")),
+        f"schema registry at {_REGISTRY} is unreachable: connection refused", url=_REGISTRY,
+        reason="connection refused")),
+    ("/readyz", NotReadyError(
+        f"not ready: the schema registry at {_REGISTRY} is unreachable (connection refused)",
+        dependencies={"registry": {"status": "unreachable", "url": _REGISTRY,
+                                   "reason": "connection refused"}})),
+    (_REGISTER, problems.ApiKeyError(
+        "this operation needs an API key (Authorization: Bearer <key> or X-API-Key: <key>)")),
     ("/v1/convert/simple", WriteKeyRequiredError(
-        "register=true needs an API key with write access")),
+        "register=true registers schemas: it needs an API key (Authorization: Bearer <key> "
+        "or X-API-Key)")),
     ("/v1/subjects", problems._MethodNotAllowed(
-        "POST is not allowed on /v1/subjects; it takes GET, HEAD", allow="GET, HEAD")),
-    ("/v1/schemas/generate", UnsupportedMediaTypeError(
+        "POST is not allowed on /v1/subjects; it takes GET", allow="GET")),
+    (_GENERATE, BodyTooLargeError(
+        f"the request body is over the limit of {_LIMIT} bytes (FLATAVRO_MAX_BODY_BYTES)",
+        limit=_LIMIT)),
+    (_GENERATE, UnsupportedMediaTypeError(
         "Content-Type text/plain is not accepted here; send application/json",
-        content_type="text/plain", accepted=_ACCEPTED)),
+        content_type="text/plain", accepted=["application/json"])),
 ]
 """(instance path, error) for each documented example."""
 

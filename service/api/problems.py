@@ -22,6 +22,7 @@ from starlette.routing import Match
 from service.api.hints import hint_of
 from service.api.readiness import NotReadyError
 from service.codec.errors import (
+    BodyTooLargeError,
     InvalidRequestError,
     UnsupportedMediaTypeError,
     WriteKeyRequiredError,
@@ -79,6 +80,7 @@ STATUS: dict[type[ServiceError], int] = {
     RegistryUnavailableError: 503, NotReadyError: 503,
     ApiKeyError: 401, WriteKeyRequiredError: 401,
     _MethodNotAllowed: 405,
+    BodyTooLargeError: 413,
     UnsupportedMediaTypeError: 415,
 }
 """Error class -> HTTP status; classes not listed use their nearest listed base (else 500)."""
@@ -117,8 +119,8 @@ def problem_response(request: Request, error: ServiceError, *, retry_after: int)
     if hint:  # the error's `fix` in request terms (the CLI words it in flags)
         body["hint"] = hint
         body["detail"] = f"{error.message}; {hint}"
-    if isinstance(error, RegistryError):
-        body["registry_error_code"] = error.registry_code
+    if isinstance(error, RegistryError):  # a remote registry's own code when it gave one
+        body["registry_error_code"] = error.details.get("error_code", error.registry_code)
     known = getattr(error, "retry_after", None)  # the seconds to the registry's next probe
     headers = {"Retry-After": str(known or retry_after)} if status == 503 else {}
     if status == 401:

@@ -7,6 +7,7 @@ from typing import Any
 from service.core.errors import Fix, InvalidInputError, ServiceError
 
 __all__ = ["InvalidRequestError", "InvalidJsonError", "UnsupportedMediaTypeError",
+           "BodyTooLargeError",
            "InvalidRecordsError",
            "InvalidMessagesError", "UnconvertibleMessagesError", "WriteKeyRequiredError"]
 
@@ -28,6 +29,13 @@ class UnsupportedMediaTypeError(ServiceError):
     """A request body came without a Content-Type this endpoint reads; `accepted` lists them."""
 
     code = "unsupported_media_type"
+
+
+class BodyTooLargeError(ServiceError):
+    """A request body is over ``FLATAVRO_MAX_BODY_BYTES``; `limit` says how many bytes are
+    accepted."""
+
+    code = "body_too_large"
 
 
 class _BatchError(InvalidInputError):

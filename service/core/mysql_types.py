@@ -166,9 +166,11 @@ def lookup_type(name: str, *, column: str | None = None) -> MySQLType:
     where = f"column `{column}`: " if column is not None else ""
     if key in _UNSUPPORTED:
         raise UnsupportedTypeError(
-            f"{where}MySQL type {name.upper()} has no flat-avro mapping", column=column, type=name
+            f"{where}MySQL type {name.upper()} has no flat-avro mapping", column=column,
+            mysql_type=name
         )
-    raise UnsupportedTypeError(f"{where}unknown MySQL type {name!r}", column=column, type=name)
+    raise UnsupportedTypeError(f"{where}unknown MySQL type {name!r}", column=column,
+                               mysql_type=name)
 
 
 def parse_type_string(text: str, *, column: str | None = None) -> ParsedType:
@@ -182,7 +184,7 @@ def parse_type_string(text: str, *, column: str | None = None) -> ParsedType:
     if not match:
         where = f"column `{column}`: " if column is not None else ""
         raise InvalidTableError(
-            f"{where}cannot parse the MySQL type {text!r}", column=column, type=text
+            f"{where}cannot parse the MySQL type {text!r}", column=column, mysql_type=text
         )
     base = lookup_type(match["name"], column=column)
     flags = match["flags"].lower().split()
@@ -209,7 +211,7 @@ def _parse_numbers(args: str, *, column: str | None, text: str) -> tuple[int, ..
     parts = [p.strip() for p in args.split(",")]
     if not all(p.isdigit() for p in parts) or len(parts) > 2:
         raise InvalidTableError(
-            f"column `{column}`: bad type arguments in {text!r}", column=column, type=text
+            f"column `{column}`: bad type arguments in {text!r}", column=column, mysql_type=text
         )
     return tuple(int(p) for p in parts)
 
@@ -225,13 +227,14 @@ def _parse_elements(args: str, *, column: str | None, text: str) -> tuple[str, .
             raise InvalidTableError(
                 f"column `{column}`: ENUM/SET members must be quoted strings in {text!r}",
                 column=column,
-                type=text,
+                mysql_type=text,
             )
         quote, i, buf = args[i], i + 1, []
         while True:
             if i >= n:
                 raise InvalidTableError(
-                    f"column `{column}`: unterminated member in {text!r}", column=column, type=text
+                    f"column `{column}`: unterminated member in {text!r}", column=column,
+                    mysql_type=text,
                 )
             ch = args[i]
             if ch == "\\" and i + 1 < n:
@@ -254,7 +257,7 @@ def _parse_elements(args: str, *, column: str | None, text: str) -> tuple[str, .
                 raise InvalidTableError(
                     f"column `{column}`: expected ',' between members in {text!r}",
                     column=column,
-                    type=text,
+                    mysql_type=text,
                 )
             i += 1
     return tuple(members)

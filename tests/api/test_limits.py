@@ -151,6 +151,8 @@ def _table_schema(columns: int, indexes: int = 0) -> dict[str, object]:
 
 
 SET_65 = ", ".join(f"'m{i}'" for i in range(65))
+ENUM_65536 = {"name": "e", "nullable": True,
+              "dataType": {"mysqlType": "enum", "elements": [f"m{i}" for i in range(65536)]}}
 
 
 @pytest.mark.parametrize("path", ["/v1/tables/register", "/v1/schemas/generate",
@@ -162,7 +164,9 @@ SET_65 = ", ".join(f"'m{i}'" for i in range(65))
      "set_members", 64, 65),
     ({"ddl": f"CREATE TABLE shop.t (id INT PRIMARY KEY, e ENUM('{'x' * 256}'))"},
      "member_length", 255, 256),
-], ids=["columns", "indexes", "set_members", "member_length"])
+    ({"table": {**_table_schema(1), "columns": [*_table_schema(1)["columns"], ENUM_65536]}},
+     "enum_members", 65535, 65536),
+], ids=["columns", "indexes", "set_members", "member_length", "enum_members"])
 def test_each_limit_is_named_on_every_table_endpoint(
         served: ServedApp, path: str, body: dict[str, object], what: str, limit: int,
         value: int) -> None:

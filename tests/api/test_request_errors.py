@@ -4,9 +4,13 @@ Content-Type gets 415, a wrong method 405 with Allow; nothing is registered by a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
+from service.api.app import create_app
+from service.api.settings import Settings
 from tests.registry.conftest import ServedApp
 
 BODY_ENDPOINTS = [
@@ -52,7 +56,8 @@ def test_a_body_that_is_not_utf8_names_the_byte(served: ServedApp, method: str,
     _nothing_registered(served)
 
 
-@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded",
+                                          "application/+json"])
 @pytest.mark.parametrize(("method", "path"), BODY_ENDPOINTS)
 def test_a_missing_or_wrong_content_type_gets_415(served: ServedApp, method: str, path: str,
                                                   content_type: str | None) -> None:
@@ -79,6 +84,34 @@ def test_decode_takes_raw_bytes_as_octet_stream_only_there(served: ServedApp) ->
         "invalid_messages"
     answer = _send(served, "POST", "/v1/schemas/generate", b"\x00\x00", raw)
     assert answer.status_code == 415
+
+
+def test_media_types_are_case_insensitive(served: ServedApp) -> None:
+    raw = {"content-type": "Application/Octet-Stream"}  # RFC 9110 §8.3.1
+    problem = _send(served, "POST", "/v1/decode", b"\x00\x00", raw).json()
+    assert (problem["code"], problem["errors"][0]["offset"]) == ("invalid_messages", 2)
+    body = b'{"ddl": "CREATE TABLE a.t (id INT PRIMARY KEY)"}'
+    answer = _send(served, "POST", "/v1/schemas/generate", body,
+                   {"content-type": "APPLICATION/JSON; Charset=UTF-8"})
+    assert answer.status_code == 200, answer.text
+
+
+def test_a_body_over_the_limit_is_a_problem_like_any_other(tmp_path: Path) -> None:
+    settings = Settings(registry_db_path=str(tmp_path / "r.sqlite"), log_level="WARNING",
+                        max_body_bytes=1024)
+    small = ServedApp(create_app(settings), health_path="/healthz", lifespan="on").start()
+    try:
+        answer = httpx.post(small.url + "/v1/tables/register", content=b" " * 1025,
+                            headers=JSON)
+    finally:
+        small.stop()
+    assert (answer.status_code, answer.headers["content-type"]) == \
+        (413, "application/problem+json")
+    detail = "the request body is over the limit of 1024 bytes (FLATAVRO_MAX_BODY_BYTES)"
+    assert answer.json() == {
+        "type": "urn:flatavro:problem:body_too_large", "title": "Body too large",
+        "status": 413, "code": "body_too_large", "instance": "/v1/tables/register",
+        "message": detail, "detail": detail, "limit": 1024}
 
 
 @pytest.mark.parametrize(("method", "path", "allow"), [

@@ -13,6 +13,7 @@ from service.core.errors import InvalidTableError, LimitExceededError
 from service.core.limits import (
     MAX_COLUMNS,
     MAX_DDL_BYTES,
+    MAX_ENUM_MEMBERS,
     MAX_IDENTIFIER_LENGTH,
     MAX_INDEX_COLUMNS,
     MAX_INDEXES,
@@ -142,3 +143,18 @@ def test_table_schema_columns_are_counted_before_any_is_validated() -> None:
     assert limit_of(error) == {"what": "columns", "limit": MAX_COLUMNS,
                                "value": MAX_COLUMNS + 1, "table": "t"}
     assert len(table_from_json(table_schema(MAX_COLUMNS, [])).columns) == MAX_COLUMNS
+
+
+def test_enum_members_as_mysql_counts_them() -> None:
+    def with_enum(count: int) -> dict[str, Any]:
+        document = table_schema(1, [])
+        document["columns"].append({"name": "e", "nullable": True, "dataType": {
+            "mysqlType": "enum", "elements": [f"m{i}" for i in range(count)]}})
+        return document
+
+    assert len(table_from_json(with_enum(MAX_ENUM_MEMBERS)).columns[1].type.elements) == \
+        MAX_ENUM_MEMBERS
+    with pytest.raises(LimitExceededError) as error:
+        table_from_json(with_enum(MAX_ENUM_MEMBERS + 1))
+    assert limit_of(error) == {"what": "enum_members", "limit": MAX_ENUM_MEMBERS,
+                               "value": MAX_ENUM_MEMBERS + 1, "column": "e"}

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
-from service.api.body_route import CheckedBodyRoute
+from service.api.body_route import CheckedBodyRoute, media_type
 from service.api.deps import RuntimeDep, require_read
 from service.api.models import (
     DecodeRequest,
@@ -83,7 +83,7 @@ async def decode(request: Request, runtime: RuntimeDep,
                  part: Annotated[str, Query(pattern="^(key|value)$",
                                             description="Raw bodies: key or value")] = "value"
                  ) -> Response:
-    if request.headers.get("content-type", "").startswith("application/octet-stream"):
+    if media_type(request) == "application/octet-stream":
         done = await decode_raw(runtime.resolver, await request.body(), key=part == "key")
     else:
         done = await decode_batch(runtime.resolver, await request.body())
