@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs import sources
 from spark_jobs.config import JobConfig, Mode, parse_args
-from spark_jobs.errors import JobError
+from spark_jobs.errors import JobError, one_line
 from spark_jobs.schemas import TopicSchemas, resolve_schemas
 from spark_jobs.session import build_session
 from spark_jobs.transforms import (
@@ -95,8 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bulk_read: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except Exception as exc:  # a Spark/JVM failure: its first line, not a Java trace
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"bulk_read: error: {first}", file=sys.stderr)
+        print(f"bulk_read: error: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
 

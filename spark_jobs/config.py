@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import argparse
 import enum
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
-__all__ = ["JobConfig", "Mode", "parse_args"]
+__all__ = ["JobConfig", "Mode", "OutputFormat", "SchemaSource", "StreamConfig", "parse_args",
+           "parse_stream_args"]
+
+
+class SchemaSource(Protocol):
+    """Where a job finds its topic's schemas (both jobs' configurations are one)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def service_url(self) -> str | None: ...
+    @property
+    def registry_url(self) -> str | None: ...
+    @property
+    def bootstrap_servers(self) -> str | None: ...
 
 
 class Mode(enum.Enum):
@@ -51,6 +66,31 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _add_schema_source(parser: argparse.ArgumentParser) -> None:
+    schemas = parser.add_mutually_exclusive_group(required=True)
+    schemas.add_argument("--service-url", help="the flatavro service (its /v1/subjects)")
+    schemas.add_argument("--registry-url", help="a Confluent-compatible schema registry")
+
+
+def _add_mode_and_master(parser: argparse.ArgumentParser, dead_letter: str) -> None:
+    parser.add_argument("--mode", choices=[m.value for m in Mode], default="failfast",
+                        help="failfast (default): stop at the first message that is not a "
+                             "frame of a registered schema, naming its partition and offset; "
+                             "permissive: set such messages aside in --dead-letter")
+    parser.add_argument("--dead-letter", metavar="PATH", help=dead_letter)
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else "
+                                         "local[*])")
+
+
+def _mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Mode:
+    mode = Mode(args.mode)
+    if mode is Mode.PERMISSIVE and not args.dead_letter:
+        parser.error("--mode permissive needs --dead-letter PATH")
+    if mode is Mode.FAILFAST and args.dead_letter:
+        parser.error("--dead-letter is for --mode permissive")
+    return mode
+
+
 def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
     """Parse the command line (exit 2 with one line on bad usage)."""
     parser = _Parser(prog="python -m spark_jobs.bulk_read",
@@ -64,27 +104,123 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
                                         "timestamp")
     parser.add_argument("--starting-offsets", default="earliest")
     parser.add_argument("--ending-offsets", default="latest")
-    schemas = parser.add_mutually_exclusive_group(required=True)
-    schemas.add_argument("--service-url", help="the flatavro service")
-    schemas.add_argument("--registry-url", help="a Confluent-compatible registry")
+    _add_schema_source(parser)
     parser.add_argument("--output", required=True, help="output path (see --format)")
     parser.add_argument("--format", choices=[f.value for f in OutputFormat],
                         default=OutputFormat.PARQUET.value,
                         help="write --output as Parquet (default) or as a Delta table")
-    parser.add_argument("--mode", choices=[m.value for m in Mode], default="failfast")
     parser.add_argument("--materialize", action="store_true",
                         help="write the latest state per key instead of every change")
-    parser.add_argument("--dead-letter", help="permissive mode: where bad messages go")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output")
-    parser.add_argument("--master", help="Spark master (default: spark-submit's, else "
-                                         "local[*])")
+    _add_mode_and_master(parser, "permissive mode: where bad messages go (Parquet: key, "
+                                 "value, partition, offset, reason)")
     args = parser.parse_args(argv)
-    mode = Mode(args.mode)
-    if mode is Mode.PERMISSIVE and not args.dead_letter:
-        parser.error("--mode permissive needs --dead-letter PATH")
+    mode = _mode(parser, args)
     return JobConfig(
         topic=args.topic, output=args.output, bootstrap_servers=args.bootstrap_servers,
         starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets,
         input=args.input, service_url=args.service_url, registry_url=args.registry_url,
         mode=mode, materialize=args.materialize, dead_letter=args.dead_letter,
         overwrite=args.overwrite, master=args.master, output_format=OutputFormat(args.format))
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """When micro-batches run: everything available now, then stop; or every `seconds`."""
+
+    available_now: bool = False
+    seconds: float = 1.0
+
+    def __str__(self) -> str:
+        if self.available_now:
+            return "available-now"
+        return f"processing-time={self.seconds:g} seconds"
+
+
+_PROCESSING_TIME = re.compile(r"processing-time=(\d+(?:\.\d+)?)\s*(?:s|sec|secs|second|seconds)?")
+
+
+def _trigger(text: str) -> Trigger:
+    if text.strip() == "available-now":
+        return Trigger(available_now=True)
+    match = _PROCESSING_TIME.fullmatch(text.strip())
+    if not match or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not available-now or processing-time=<n> seconds (n > 0)")
+    return Trigger(seconds=float(match.group(1)))
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """The streaming job: a Kafka topic kept applied to a Delta table."""
+
+    topic: str
+    bootstrap_servers: str
+    table_path: str
+    checkpoint: str
+    service_url: str | None = None
+    registry_url: str | None = None
+    trigger: Trigger = Trigger()
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    mode: Mode = Mode.FAILFAST
+    dead_letter: str | None = None
+    master: str | None = None
+
+
+STREAM_DESCRIPTION = """\
+Keep a Delta Lake table equal to the TiDB table behind a flat-avro topic, continuously and
+exactly once (Spark Structured Streaming; offsets live in --checkpoint).
+
+Each micro-batch: a schema id the job has not seen is looked up in the service/registry then
+(a version registered while the stream runs is picked up without a restart); the table gains
+the new version's columns (existing rows get the column's default, as TiDB shows them); the
+last change per key is MERGEd by the key columns (tombstones delete). A topic without a key
+schema is appended with _op, _partition, _offset, _timestamp. A micro-batch re-run after a
+crash changes nothing (Delta's idempotent writes, keyed by the batch id).
+
+Exit status: 0 when an available-now run has caught up (or a processing-time run is stopped by
+SIGTERM/SIGINT); 2 with one line on stderr for bad input or a micro-batch that cannot be
+applied (restart resumes from the checkpoint: nothing lost, nothing doubled)."""
+
+
+def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
+    """Parse the streaming job's command line (exit 2 with one line on bad usage)."""
+    parser = _Parser(prog="python -m spark_jobs.stream", description=STREAM_DESCRIPTION,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--topic", required=True, help="the flat-avro topic")
+    parser.add_argument("--bootstrap-servers", required=True, help="the Kafka brokers")
+    _add_schema_source(parser)
+    parser.add_argument("--table-path", required=True, metavar="PATH",
+                        help="the Delta table (created when absent)")
+    parser.add_argument("--checkpoint", required=True, metavar="PATH",
+                        help="Spark's checkpoint: Kafka offsets and committed batches; one "
+                             "per topic and table")
+    parser.add_argument("--trigger", type=_trigger, default=Trigger(),
+                        metavar="available-now|processing-time=<n> seconds",
+                        help="available-now: apply what the topic holds, then exit 0; "
+                             "processing-time (default 1 second): a micro-batch every n "
+                             "seconds until SIGTERM/SIGINT")
+    parser.add_argument("--starting-offsets", choices=["earliest", "latest"],
+                        default="earliest",
+                        help="where a new checkpoint starts (default earliest); a restart "
+                             "resumes from its checkpoint")
+    parser.add_argument("--max-offsets-per-trigger", type=_positive, metavar="N",
+                        help="at most N messages per micro-batch (default: all available)")
+    _add_mode_and_master(parser, "permissive mode: a Delta table for bad messages (key, "
+                                 "value, partition, offset, reason)")
+    args = parser.parse_args(argv)
+    mode = _mode(parser, args)
+    return StreamConfig(
+        topic=args.topic, bootstrap_servers=args.bootstrap_servers, table_path=args.table_path,
+        checkpoint=args.checkpoint, service_url=args.service_url,
+        registry_url=args.registry_url, trigger=args.trigger,
+        starting_offsets=args.starting_offsets,
+        max_offsets_per_trigger=args.max_offsets_per_trigger, mode=mode,
+        dead_letter=args.dead_letter, master=args.master)

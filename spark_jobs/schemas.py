@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from service.core.naming import SubjectKind, subject_for
-from spark_jobs.config import JobConfig
+from spark_jobs.config import SchemaSource
 from spark_jobs.errors import JobError
 
 __all__ = ["SubjectSchemas", "TopicSchemas", "resolve_schemas", "for_spark",
@@ -62,7 +62,7 @@ class TopicSchemas:
     value: SubjectSchemas
 
 
-def resolve_schemas(config: JobConfig, *, timeout: float = 10.0) -> TopicSchemas:
+def resolve_schemas(config: SchemaSource, *, timeout: float = 10.0) -> TopicSchemas:
     """Fetch the topic's schemas from the service or the registry.
 
     Raises:

@@ -6,16 +6,17 @@ import uuid
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs.config import JobConfig
+from spark_jobs.config import JobConfig, SchemaSource
 from spark_jobs.errors import JobError
 from spark_jobs.transforms import KAFKA_COLUMNS
 
-__all__ = ["check_topic", "read_source", "require_absent", "write_parquet", "write_output"]
+__all__ = ["check_topic", "read_source", "require_absent", "write_parquet", "write_output",
+           "path_exists", "qualified", "read_text", "write_text"]
 
 _KAFKA_TIMEOUT_MS = "20000"
 
 
-def check_topic(config: JobConfig, *, timeout: float = 15.0) -> None:
+def check_topic(config: SchemaSource, *, timeout: float = 15.0) -> None:
     """Fail fast when the broker is down or the topic does not exist.
 
     Raises:
@@ -61,6 +62,44 @@ def _fs_and_path(spark: SparkSession, path: str):  # type: ignore[no-untyped-def
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
     conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
     return hadoop_path.getFileSystem(conf), hadoop_path, jvm
+
+
+def path_exists(spark: SparkSession, path: str, *, empty_is_absent: bool = False) -> bool:
+    """Whether `path` exists (any Hadoop file system); an empty folder counts as absent when
+    `empty_is_absent`."""
+    fs, hadoop_path, _ = _fs_and_path(spark, path)
+    if not fs.exists(hadoop_path):
+        return False
+    return not (empty_is_absent and fs.getFileStatus(hadoop_path).isDirectory()
+                and len(fs.listStatus(hadoop_path)) == 0)
+
+
+def qualified(spark: SparkSession, path: str) -> str:
+    """`path` with its file system's scheme, absolute (``file:/tmp/t`` for ``/tmp/t``)."""
+    fs, hadoop_path, _ = _fs_and_path(spark, path)
+    return str(fs.makeQualified(hadoop_path).toString())
+
+
+def read_text(spark: SparkSession, path: str) -> str | None:
+    """A small UTF-8 file's text (None when it does not exist)."""
+    fs, hadoop_path, jvm = _fs_and_path(spark, path)
+    if not fs.exists(hadoop_path):
+        return None
+    stream = fs.open(hadoop_path)
+    try:
+        return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+    finally:
+        stream.close()
+
+
+def write_text(spark: SparkSession, path: str, text: str) -> None:
+    """Write a small UTF-8 file (replacing it)."""
+    fs, hadoop_path, _ = _fs_and_path(spark, path)
+    stream = fs.create(hadoop_path, True)
+    try:
+        stream.write(bytearray(text.encode()))
+    finally:
+        stream.close()
 
 
 def require_absent(spark: SparkSession, path: str, overwrite: bool) -> None:

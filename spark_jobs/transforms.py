@@ -16,12 +16,24 @@ from spark_jobs.config import Mode
 from spark_jobs.schemas import SubjectSchemas, TopicSchemas, for_spark
 
 __all__ = ["with_frames", "frame_problem", "fail_on_problem", "decode", "dead_letters",
-           "latest_state", "KAFKA_COLUMNS", "BAD_FRAME"]
+           "latest_state", "last_change_per_key", "header_id", "KAFKA_COLUMNS", "BAD_FRAME",
+           "BOOKKEEPING"]
 
 BAD_FRAME = "flatavro bad frame: "
 """Marks the error `fail_on_problem` raises inside Spark, so the driver can report it."""
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
+
+BOOKKEEPING = ("_op", "_partition", "_offset", "_timestamp")
+"""The columns `decode` adds to the value's: the change kind and where it was in Kafka."""
+
+
+def header_id(header: bytes | bytearray | None) -> int | None:
+    """The schema id of a 5-byte frame header, or None when it is not one (short, wrong
+    magic byte, absent)."""
+    if header is None or len(header) != HEADER_SIZE or header[0] != MAGIC_BYTE:
+        return None
+    return int.from_bytes(header[1:], "big")
 
 
 def with_frames(df: DataFrame) -> DataFrame:
@@ -117,11 +129,15 @@ def dead_letters(df: DataFrame, reason: Column, *, partition: str = "partition",
                      F.col(offset).alias("offset"), reason.alias("reason"))
 
 
-def latest_state(df: DataFrame, key_columns: list[str]) -> DataFrame:
-    """The latest row per key (Kafka order: partition, then offset; TiCDC keeps a key in one
-    partition), with deleted keys removed and the bookkeeping columns dropped."""
+def last_change_per_key(df: DataFrame, key_columns: list[str]) -> DataFrame:
+    """The last change per key, deletes included (Kafka order: partition, then offset; TiCDC
+    keeps a key in one partition)."""
     window = Window.partitionBy(*key_columns).orderBy(F.col("_partition").desc(),
                                                       F.col("_offset").desc())
-    latest = df.withColumn("_rank", F.row_number().over(window)).where("_rank = 1")
-    return latest.where(F.col("_op") == "upsert").drop("_rank", "_op", "_partition", "_offset",
-                                                       "_timestamp")
+    return df.withColumn("_rank", F.row_number().over(window)).where("_rank = 1").drop("_rank")
+
+
+def latest_state(df: DataFrame, key_columns: list[str]) -> DataFrame:
+    """The latest row per key with deleted keys removed and the bookkeeping columns dropped."""
+    return last_change_per_key(df, key_columns).where(F.col("_op") == "upsert").drop(
+        *BOOKKEEPING)

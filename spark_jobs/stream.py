@@ -1,0 +1,315 @@
+"""``python -m spark_jobs.stream``: keep a Delta table equal to the TiDB table behind a flat-avro
+topic, with Spark Structured Streaming (Kafka source, offsets in the checkpoint) and one
+``foreachBatch`` per micro-batch. See ``--help`` and docs/streaming.md.
+
+Per micro-batch, on the driver: the distinct frame headers (one aggregate); schema ids not seen
+yet are looked up in the service/registry then, and the table evolves to the new latest
+version; bad frames stop the stream (failfast) or go to the dead-letter table (permissive);
+`decode` (the same transforms as `bulk_read`) turns frames into rows; the last change per key is
+MERGEd (keyless topics: appended). Every write carries the batch id, so Delta skips a write it
+already has when Spark re-runs a batch after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from spark_jobs import delta_table as delta
+from spark_jobs import sources
+from spark_jobs.config import Mode, StreamConfig, parse_stream_args
+from spark_jobs.errors import JobError, one_line
+from spark_jobs.schemas import TopicSchemas, resolve_schemas
+from spark_jobs.session import build_session
+from spark_jobs.transforms import (
+    dead_letters,
+    decode,
+    frame_problem,
+    header_id,
+    last_change_per_key,
+    with_frames,
+)
+
+__all__ = ["BatchApplier", "prepare", "run", "main", "CHECKPOINT_MARKER"]
+
+CHECKPOINT_MARKER = "flatavro-stream.json"
+"""Written into the checkpoint on first use: the topic, the table and the stream's id."""
+
+_UNDECODED = "the body does not decode with its writer schema"
+_MALFORMED = "MALFORMED_RECORD_IN_PARSING"
+
+
+def _log(text: str) -> None:
+    print(f"stream: {text}", file=sys.stderr, flush=True)
+
+
+def _claim_checkpoint(spark: SparkSession, config: StreamConfig) -> str:
+    """The stream's id (Delta's app id for idempotent writes) from the checkpoint's marker,
+    written on first use.
+
+    Raises:
+        JobError: the checkpoint belongs to another topic or table, was not written by this
+            job, or has applied batches to a table that is gone.
+    """
+    marker = f"{config.checkpoint.rstrip('/')}/{CHECKPOINT_MARKER}"
+    table = sources.qualified(spark, config.table_path)
+    text = sources.read_text(spark, marker)
+    if text is None:
+        if sources.path_exists(spark, config.checkpoint, empty_is_absent=True):
+            raise JobError(f"the checkpoint {config.checkpoint} was not written by this job "
+                           f"(no {CHECKPOINT_MARKER}): give the stream a new --checkpoint")
+        stream_id = uuid.uuid4().hex
+        sources.write_text(spark, marker, json.dumps(
+            {"topic": config.topic, "table": table, "id": stream_id}))
+        return f"flatavro-stream-{stream_id}"
+    claimed = json.loads(text)
+    if claimed["topic"] != config.topic:
+        raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream of topic "
+                       f"{claimed['topic']}, not {config.topic}: give each stream its own "
+                       f"--checkpoint")
+    if claimed["table"] != table:
+        raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream into "
+                       f"{claimed['table']}, not {table}: give each table its own "
+                       f"--checkpoint")
+    if not sources.path_exists(spark, config.table_path, empty_is_absent=True) and \
+            sources.path_exists(spark, f"{config.checkpoint.rstrip('/')}/commits",
+                                empty_is_absent=True):
+        raise JobError(f"the checkpoint {config.checkpoint} has applied batches to "
+                       f"{config.table_path}, which no longer exists; to rebuild the table "
+                       f"from the topic, give the stream a new --checkpoint")
+    return f"flatavro-stream-{claimed['id']}"
+
+
+class BatchApplier:
+    """The ``foreachBatch`` function: applies one micro-batch to the table (driver side)."""
+
+    def __init__(self, spark: SparkSession, config: StreamConfig, schemas: TopicSchemas,
+                 app_id: str) -> None:
+        self.spark, self.config, self.app_id = spark, config, app_id
+        self.schemas = schemas
+        self.failure: JobError | None = None
+        self.columns = DeltaTable.forPath(spark, config.table_path).toDF().schema
+
+    def sync_table(self) -> None:
+        """Evolve the table to the latest value version's columns, if they differ."""
+        want = delta.table_schema(self.spark, self.schemas)
+        evolution = delta.plan_evolution(self.columns, want, self.schemas.value.subject)
+        if evolution:
+            delta.evolve(self.spark, self.config.table_path, evolution, self.schemas.value)
+            _log(f"table {self.config.table_path} now has the columns of "
+                 f"{self.schemas.value.subject} schema id {self.schemas.value.latest_id} "
+                 f"({evolution})")
+        self.columns = want
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        batch = batch.persist()
+        try:
+            summary = self._apply(batch, batch_id)
+        except JobError as exc:
+            self.failure = exc
+            raise
+        except Exception as exc:
+            self.failure = JobError(f"micro-batch {batch_id} failed: {one_line(exc)}")
+            raise
+        finally:
+            batch.unpersist()
+        if summary:
+            _log(f"batch {batch_id}: {summary} in {time.monotonic() - started:.1f} s")
+
+    def _known(self, part: str) -> set[int]:
+        subject = getattr(self.schemas, part)
+        return set(subject.by_id) if subject is not None else set()
+
+    def _apply(self, batch: DataFrame, batch_id: int) -> str:
+        framed = with_frames(batch)
+        headers = framed.groupBy("_key_header", "_value_header").count().collect()
+        if not headers:
+            return ""
+        messages = sum(int(h["count"]) for h in headers)
+        ids = {part: {header_id(h[f"_{part}_header"]) for h in headers
+                      if h[f"_{part}_header"] is not None} for part in ("key", "value")}
+        if any(ids[p] - self._known(p) - {None} for p in ids):
+            self.schemas = resolve_schemas(self.config)  # a version registered while running
+            self.sync_table()
+        bad = any(ids[p] - self._known(p) for p in ids)  # None: not a 5-byte header
+        dead: DataFrame | None = None
+        if bad:
+            framed = framed.withColumn("_problem", frame_problem(self.schemas))
+            if self.config.mode is Mode.FAILFAST:
+                row = framed.where("_problem IS NOT NULL").orderBy("partition", "offset") \
+                    .select("partition", "offset", "_problem").first()
+                assert row is not None
+                raise JobError(f"message at partition {row[0]} offset {row[1]}: {row[2]} "
+                               f"(--mode permissive --dead-letter PATH sets bad messages aside)")
+            dead = dead_letters(framed.where("_problem IS NOT NULL"), F.col("_problem"))
+            framed = framed.where("_problem IS NULL")
+        decoded = decode(framed, self.schemas, self.config.mode)
+        if self.config.mode is Mode.PERMISSIVE:
+            decoded = decoded.persist()
+            undecoded = dead_letters(decoded.where("_undecoded"), F.lit(_UNDECODED),
+                                     partition="_partition", offset="_offset")
+            dead = undecoded if dead is None else dead.unionByName(undecoded)
+            decoded = decoded.where("NOT _undecoded")
+        try:
+            dead_count = self._set_aside(dead, batch_id)
+            before = self._version()
+            self._write(decoded.drop("_undecoded", "key", "value"), batch_id)
+        except JobError:
+            raise
+        except Exception as exc:
+            if _MALFORMED not in str(exc):
+                raise
+            raise self._undecodable(framed) from exc
+        finally:
+            if self.config.mode is Mode.PERMISSIVE:
+                decoded.unpersist()
+        return (f"{messages} message(s), {self._changes(before)}"
+                + (f", {dead_count} to the dead-letter table" if dead_count else ""))
+
+    def _set_aside(self, dead: DataFrame | None, batch_id: int) -> int:
+        if dead is None or self.config.dead_letter is None:
+            return 0
+        dead = dead.persist()
+        try:
+            count = dead.count()
+            if count:
+                delta.append_changes(dead, self.config.dead_letter, self.app_id, batch_id)
+            return count
+        finally:
+            dead.unpersist()
+
+    def _write(self, changes: DataFrame, batch_id: int) -> None:
+        path, columns = self.config.table_path, [f.name for f in self.columns.fields]
+        if self.schemas.key is None:
+            delta.append_changes(changes.select(*columns), path, self.app_id, batch_id)
+            return
+        keys = self.schemas.key.field_names()
+        delta.merge_changes(self.spark, path, last_change_per_key(changes, keys), keys,
+                            columns, self.app_id, batch_id)
+
+    def _version(self) -> int:
+        return int(DeltaTable.forPath(self.spark, self.config.table_path).history(1)
+                   .select("version").first()[0])  # type: ignore[index]
+
+    def _changes(self, before: int) -> str:
+        last = DeltaTable.forPath(self.spark, self.config.table_path).history(1).select(
+            "version", "operationMetrics").first()
+        assert last is not None
+        if int(last[0]) == before:
+            return "already in the table (a re-run batch: skipped)"
+        metrics: dict[str, Any] = last[1] or {}
+        if self.schemas.key is None:
+            return f"table version {last[0]}: appended {metrics.get('numOutputRows', '?')}"
+        return (f"table version {last[0]}: inserted {metrics.get('numTargetRowsInserted', '?')}, "
+                f"updated {metrics.get('numTargetRowsUpdated', '?')}, deleted "
+                f"{metrics.get('numTargetRowsDeleted', '?')}")
+
+    def _undecodable(self, framed: DataFrame) -> JobError:
+        row = decode(framed, self.schemas, Mode.PERMISSIVE).where("_undecoded").orderBy(
+            "_partition", "_offset").select("_partition", "_offset").first()
+        where = f"message at partition {row[0]} offset {row[1]}" if row else "a message"
+        return JobError(f"{where}: {_UNDECODED} (--mode permissive --dead-letter PATH sets "
+                        f"bad messages aside)")
+
+
+def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
+    """Everything before the first micro-batch: schemas, broker and topic, checkpoint, the
+    table (created, or checked and evolved), the dead-letter table.
+
+    Raises:
+        JobError: unknown topic/subject, unreachable registry or broker, a checkpoint of
+            another stream, a path that holds something else than this topic's table.
+    """
+    schemas = resolve_schemas(config)
+    sources.check_topic(config)
+    versions = delta.version_schemas(spark, schemas)
+    latest = delta.table_schema(spark, schemas)
+    exists = delta.check_table(spark, config.table_path, config.topic, versions, latest)
+    app_id = _claim_checkpoint(spark, config)
+    if not exists:
+        delta.create_table(spark, config.table_path, config.topic, latest)
+    if config.dead_letter is not None:
+        delta.check_dead_letter_table(spark, config.dead_letter)
+    applier = BatchApplier(spark, config, schemas, app_id)
+    applier.sync_table()
+    return applier
+
+
+def _start(spark: SparkSession, config: StreamConfig, applier: BatchApplier) -> StreamingQuery:
+    reader = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", config.bootstrap_servers)
+              .option("subscribe", config.topic)
+              .option("startingOffsets", config.starting_offsets)
+              .option("failOnDataLoss", "true"))
+    if config.max_offsets_per_trigger is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))
+    writer = reader.load().writeStream.foreachBatch(applier).option(
+        "checkpointLocation", config.checkpoint)
+    if config.trigger.available_now:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{int(config.trigger.seconds * 1000)} "
+                                               f"milliseconds")
+    return writer.start()
+
+
+def run(spark: SparkSession, config: StreamConfig, stop: threading.Event | None = None) -> None:
+    """Run the stream in `spark` until an available-now run has caught up or `stop` is set
+    (tests call this with their session).
+
+    Raises:
+        JobError: bad input, or a micro-batch that cannot be applied.
+    """
+    applier = prepare(spark, config)
+    query = _start(spark, config, applier)
+    _log(f"{config.topic} -> {config.table_path} ({config.trigger}, checkpoint "
+         f"{config.checkpoint})")
+    try:
+        while not query.awaitTermination(0.5):
+            if stop is not None and stop.is_set():
+                query.stop()
+                break
+    except Exception as exc:
+        if applier.failure is not None:
+            raise applier.failure from None
+        raise JobError(one_line(exc)) from exc
+    if applier.failure is not None:
+        raise applier.failure
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse argv, run on a fresh session until caught up or signalled; errors in one line
+    (exit 2)."""
+    config = parse_stream_args(argv)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        spark = build_session("flatavro-stream", config.master)
+        try:
+            run(spark, config, stop)
+        finally:
+            spark.stop()
+    except JobError as exc:
+        print(f"stream: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a Spark/JVM failure: its first line, not a Java trace
+        print(f"stream: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
