@@ -155,9 +155,9 @@ class BatchApplier:
                                f"(--mode permissive --dead-letter PATH sets bad messages aside)")
             dead = dead_letters(framed.where("_problem IS NOT NULL"), F.col("_problem"))
             framed = framed.where("_problem IS NULL")
-        decoded = decode(framed, self.schemas, self.config.mode)
+        decoded = cached = decode(framed, self.schemas, self.config.mode)
         if self.config.mode is Mode.PERMISSIVE:
-            decoded = decoded.persist()
+            cached = decoded.persist()  # read twice: dead letters, then the table
             undecoded = dead_letters(decoded.where("_undecoded"), F.lit(_UNDECODED),
                                      partition="_partition", offset="_offset")
             dead = undecoded if dead is None else dead.unionByName(undecoded)
@@ -173,8 +173,7 @@ class BatchApplier:
                 raise
             raise self._undecodable(framed) from exc
         finally:
-            if self.config.mode is Mode.PERMISSIVE:
-                decoded.unpersist()
+            cached.unpersist()
         return (f"{messages} message(s), {self._changes(before)}"
                 + (f", {dead_count} to the dead-letter table" if dead_count else ""))
 
