@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Production: run the bulk-read job on a Spark 4.0 cluster with spark-submit. The JVM parts
+# Production: run a job on a Spark 4.0 cluster with spark-submit: the bulk read (default) or,
+# with `stream` as the first argument, the streaming job (spark_jobs/stream.py). The JVM parts
 # come from --packages (the same versions deploy/jvm fetches for local runs: spark-avro and
 # spark-sql-kafka at the cluster's Spark version, delta-spark at the matching Delta release); the Python code ships as dist/flatavro.zip,
 # rebuilt here each time (as `make dist` does) so it is the checkout's code.
 #   deploy/spark/submit.sh --topic tidb_shop_orders --bootstrap-servers kafka:9092 \
 #       --service-url http://flatavro:8080 --output s3a://lake/orders --materialize
-# Needs spark-submit on PATH and, for the driver, Python >= 3.11 with httpx (the schema
-# look-up at start-up): pip install httpx, or the package with its spark extra.
+#   deploy/spark/submit.sh stream --topic tidb_shop_orders --bootstrap-servers kafka:9092 \
+#       --service-url http://flatavro:8080 --table-path s3a://lake/orders \
+#       --checkpoint s3a://lake/_checkpoints/orders
+# Needs spark-submit on PATH and, for the driver, Python >= 3.11 with httpx and confluent-kafka
+# (schema look-up and topic check at start-up): pip install httpx confluent-kafka, or the
+# package with its spark extra (which also brings the delta-spark Python API the stream uses).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 spark_version=${SPARK_VERSION:-4.0.0}
 delta_version=${DELTA_VERSION:-4.0.0}  # the Delta release built for that Spark line
+job=bulk_read
+if [ "${1:-}" = stream ] || [ "${1:-}" = bulk_read ]; then job=$1; shift; fi
 "${PYTHON:-python3}" "$root/deploy/spark/build_zip.py" "$root/dist/flatavro.zip" >&2
 exec spark-submit \
     --master "${SPARK_MASTER:-yarn}" \
     --packages "org.apache.spark:spark-avro_2.13:$spark_version,org.apache.spark:spark-sql-kafka-0-10_2.13:$spark_version,io.delta:delta-spark_2.13:$delta_version" \
     --py-files "$root/dist/flatavro.zip" \
     --conf spark.sql.session.timeZone=UTC \
-    "$root/spark_jobs/bulk_read.py" "$@"
+    "$root/spark_jobs/$job.py" "$@"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from spark_jobs.config import parse_args
+from spark_jobs.config import parse_args, parse_stream_args
 from tests.deploy.conftest import ROOT, make_env
 
 DEPLOY = ROOT / "deploy"
@@ -129,11 +129,16 @@ def test_compose_spark_runs_a_script_its_image_has_with_arguments_the_job_takes(
 def test_submit_sh_names_repository_paths_and_documented_make_outputs() -> None:
     text = (DEPLOY / "spark" / "submit.sh").read_text(encoding="utf-8")
     named = set(re.findall(r"\$root/([\w./-]+)", text))
-    assert {"spark_jobs/bulk_read.py", "deploy/spark/build_zip.py", "dist/flatavro.zip"} <= named
+    assert {"spark_jobs/", "deploy/spark/build_zip.py", "dist/flatavro.zip"} <= named
     dist = subprocess.run(["make", "-n", "dist"], cwd=ROOT, capture_output=True, text=True,
                           check=True, env=make_env()).stdout
     for path in named:
         assert (ROOT / path).exists() or f"build_zip.py {path}" in dist, path
-    usage = re.search(r"#\s+deploy/spark/submit\.sh (.*?)\n(?!#\s{5})", text, re.S)
-    assert usage
-    parse_args(shlex.split(usage.group(1).replace("\\\n#", "")))
+    assert '"$root/spark_jobs/$job.py"' in text
+    usages = re.findall(r"#\s+deploy/spark/submit\.sh (.*?)\n(?!#\s{5})", text, re.S)
+    assert len(usages) == 2
+    for usage in usages:
+        argv = shlex.split(usage.replace("\\\n#", ""))
+        job = argv.pop(0) if argv[0] == "stream" else "bulk_read"
+        assert (ROOT / "spark_jobs" / f"{job}.py").exists()
+        (parse_stream_args if job == "stream" else parse_args)(argv)
