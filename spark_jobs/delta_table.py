@@ -23,7 +23,7 @@ from pyspark.sql.avro.functions import from_avro
 from spark_jobs.config import Mode
 from spark_jobs.errors import JobError
 from spark_jobs.schemas import SubjectSchemas, TopicSchemas, for_spark
-from spark_jobs.sources import path_exists
+from spark_jobs.sources import path_exists, qualified
 from spark_jobs.transforms import BOOKKEEPING, decode, with_frames
 
 __all__ = ["Evolution", "table_schema", "version_schemas", "plan_evolution", "check_table",
@@ -134,7 +134,8 @@ def plan_evolution(have: T.StructType, want: T.StructType, subject: str) -> Evol
                 f"table cannot change a column that way in place (only widenings: a larger "
                 f"integer, float to double, a wider decimal, date to timestamp). Stop the "
                 f"stream, move the table aside and rebuild it (bulk_read --format delta "
-                f"--materialize, then a new --checkpoint with --starting-offsets latest)")
+                f"--materialize, then a new --checkpoint with --starting-offsets earliest: the "
+                f"last change per key wins, so nothing is lost or doubled)")
     return Evolution(
         added=tuple(n for n in new if n not in old),
         removed=tuple(n for n in old if n not in new),
@@ -167,8 +168,9 @@ def check_table(spark: SparkSession, path: str, topic: str,
 
 def create_table(spark: SparkSession, path: str, topic: str, schema: T.StructType) -> None:
     """An empty Delta table with the topic's columns and the topic as a property."""
-    DeltaTable.createIfNotExists(spark).location(path).addColumns(schema).property(
-        TOPIC_PROPERTY, topic).execute()
+    # The builder wants an absolute or scheme-qualified location.
+    DeltaTable.createIfNotExists(spark).location(qualified(spark, path)).addColumns(
+        schema).property(TOPIC_PROPERTY, topic).execute()
 
 
 def check_dead_letter_table(spark: SparkSession, path: str) -> None:

@@ -99,6 +99,8 @@ class BatchApplier:
         self.spark, self.config, self.app_id = spark, config, app_id
         self.schemas = schemas
         self.failure: JobError | None = None
+        self.stopping = False  # set before query.stop(): a batch cut short then is no error
+        self.interrupted: int | None = None
         self.columns = DeltaTable.forPath(spark, config.table_path).toDF().schema
 
     def sync_table(self) -> None:
@@ -117,11 +119,13 @@ class BatchApplier:
         batch = batch.persist()
         try:
             summary = self._apply(batch, batch_id)
-        except JobError as exc:
-            self.failure = exc
-            raise
         except Exception as exc:
-            self.failure = JobError(f"micro-batch {batch_id} failed: {one_line(exc)}")
+            if self.stopping:  # cancelled by the stop; the checkpoint re-runs it
+                self.interrupted = batch_id
+            elif isinstance(exc, JobError):
+                self.failure = exc
+            else:
+                self.failure = JobError(f"micro-batch {batch_id} failed: {one_line(exc)}")
             raise
         finally:
             batch.unpersist()
@@ -278,6 +282,7 @@ def run(spark: SparkSession, config: StreamConfig, stop: threading.Event | None 
     try:
         while not query.awaitTermination(0.5):
             if stop is not None and stop.is_set():
+                applier.stopping = True
                 query.stop()
                 break
     except Exception as exc:
@@ -286,6 +291,9 @@ def run(spark: SparkSession, config: StreamConfig, stop: threading.Event | None 
         raise JobError(one_line(exc)) from exc
     if applier.failure is not None:
         raise applier.failure
+    if applier.interrupted is not None:
+        _log(f"stopped during batch {applier.interrupted}: it is applied at the next start "
+             f"(the checkpoint has not committed it)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,22 +1,40 @@
 """The README's fenced blocks: shell examples (```sh, run by the README test) and their outputs.
 
 Conventions the README follows (and `tests/test_readme.py` enforces):
-- A ```sh block is pasted into bash against the service `make run` starts, in README order.
-- The fenced block right after it, with info string ``json output`` or ``text output``, is
-  what the block prints (stdout and stderr, as a terminal shows them). A ```sh block with no
+- A ```sh block is pasted into bash from the repository root against the service `make run`
+  starts (``localhost:8080``), in README order.
+- A ```sh kafka block also needs a Kafka broker (``127.0.0.1:9092``) and the Spark extras:
+  `tests/test_readme.py` leaves it alone and `tests/spark/test_readme_streaming.py` runs the
+  ```sh kafka blocks, in README order, against a real broker and a fresh service.
+- The fenced block right after either, with info string ``json output`` or ``text output``,
+  is what the block prints (stdout and stderr, as a terminal shows them). A block with no
   output block after it must print nothing.
-- A ```console block shows commands for other contexts (make targets, Spark with a broker,
-  production hosts); those are not run here, and each ``make X`` in them must be a target.
+- A ```console block shows commands for other contexts (make targets, production hosts);
+  those are not run here, and each ``make X`` in them must be a target.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["Block", "ShellExample", "read_blocks", "shell_examples", "same_output"]
+__all__ = ["Block", "ShellExample", "read_blocks", "shell_examples", "same_output",
+           "rewrite_output", "RUN", "RUN_WITH_KAFKA", "SERVICE_ADDRESS", "BROKER_ADDRESS"]
 
 _FENCE = re.compile(r"^```(.*)$")
+
+RUN = "sh"
+"""Info string of the blocks run against the service alone."""
+
+RUN_WITH_KAFKA = "sh kafka"
+"""Info string of the blocks that also need a Kafka broker (and Spark)."""
+
+SERVICE_ADDRESS = re.compile(r"(localhost|127\.0\.0\.1):8080")
+"""Where the README's blocks reach the service (`make run`'s default address)."""
+
+BROKER_ADDRESS = "127.0.0.1:9092"
+"""Where the README's ```sh kafka blocks reach the broker."""
 
 
 @dataclass(frozen=True)
@@ -60,11 +78,12 @@ def read_blocks(markdown: str) -> list[Block]:
     return blocks
 
 
-def shell_examples(blocks: list[Block]) -> list[ShellExample]:
-    """The ```sh blocks, each with the output block that directly follows it."""
+def shell_examples(blocks: list[Block], info: str = RUN) -> list[ShellExample]:
+    """The blocks whose info string is `info` (```sh by default), each with the output block
+    that directly follows it."""
     examples = []
     for index, block in enumerate(blocks):
-        if block.info != "sh":
+        if block.info != info:
             continue
         after = blocks[index + 1] if index + 1 < len(blocks) else None
         expected = None
@@ -77,3 +96,38 @@ def shell_examples(blocks: list[Block]) -> list[ShellExample]:
 def same_output(actual: str, expected: str | None) -> bool:
     """Equal up to whitespace (the README wraps long JSON lines)."""
     return re.sub(r"\s+", "", actual) == re.sub(r"\s+", "", expected or "")
+
+
+def rewrite_output(path: Path, info: str, index: int, actual: str) -> None:
+    """Replace the output block after the `index`-th block with info string `info` in the
+    markdown file `path` (read afresh: earlier rewrites may have moved lines)."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    i = shell_examples(read_blocks(text), info)[index].line  # first line of the block's body
+    while not lines[i].startswith("```"):
+        i += 1
+    i += 1
+    while not lines[i].startswith("```"):
+        i += 1
+    start = i + 1
+    end = start
+    while not lines[end].startswith("```"):
+        end += 1
+    wrapped = [w for line in actual.rstrip("\n").split("\n") for w in _wrap(line)]
+    lines[start:end] = wrapped
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _wrap(line: str, width: int = 96) -> list[str]:
+    """Break a long output line between JSON members, else at a space (whitespace does not
+    count in the comparison)."""
+    out: list[str] = []
+    while len(line) > width:
+        cut = max(line.rfind(',"', 0, width), line.rfind(",{", 0, width))
+        if cut <= 0:
+            cut = line.rfind(" ", 1, width)
+        if cut <= 0:
+            break
+        out.append(line[:cut + 1].rstrip())
+        line = " " + line[cut + 1:].lstrip()
+    return [*out, line]

@@ -1,7 +1,8 @@
 """The README is executable: its ```sh examples run pasted into bash against a fresh
 `flatavro serve` (what `make run` starts) on a free port, in README order, and print what the
 README shows (whitespace aside). ``FLATAVRO_UPDATE_README=1`` rewrites the shown outputs from
-a run instead (review the diff)."""
+a run instead (review the diff). The ```sh kafka examples need a broker and Spark:
+tests/spark/test_readme_streaming.py runs them."""
 
 from __future__ import annotations
 
@@ -16,7 +17,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.readme_blocks import read_blocks, same_output, shell_examples
+from tests.readme_blocks import (
+    BROKER_ADDRESS,
+    RUN,
+    RUN_WITH_KAFKA,
+    SERVICE_ADDRESS,
+    read_blocks,
+    rewrite_output,
+    same_output,
+    shell_examples,
+)
 from tests.registry.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +34,6 @@ README = ROOT / "README.md"
 BLOCKS = read_blocks(README.read_text(encoding="utf-8"))
 EXAMPLES = shell_examples(BLOCKS)
 UPDATE = os.environ.get("FLATAVRO_UPDATE_README") == "1"
-_DEFAULT_ADDRESS = re.compile(r"(localhost|127\.0\.0\.1):8080")
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +78,14 @@ def test_readme_has_shell_examples() -> None:
                          ids=[f"README.md:{e.line}" for e in EXAMPLES])
 def test_example_prints_what_the_readme_shows(index: int, service: str) -> None:
     example = EXAMPLES[index]
-    script = _DEFAULT_ADDRESS.sub(service, example.script)
+    script = SERVICE_ADDRESS.sub(service, example.script)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLATAVRO_")}
     done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=False,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=120)
     actual = done.stdout.replace(service, "localhost:8080")
     if UPDATE and example.expected is not None:
-        _rewrite_output(index, actual)
+        rewrite_output(README, RUN, index, actual)
         return
     assert same_output(actual, example.expected), (
         f"README.md:{example.line} printed:\n{actual}\nthe README shows:\n{example.expected}")
@@ -91,10 +100,22 @@ def test_console_blocks_name_real_make_targets() -> None:
 
 
 def test_shell_blocks_use_known_info_strings() -> None:
-    """Every shell-looking block is either run (sh) or explicitly not run (console)."""
+    """Every shell-looking block is run (sh here, sh kafka by the Spark tests) or explicitly
+    not run (console)."""
     for block in BLOCKS:
         assert block.info not in {"bash", "shell", "zsh", ""} or not _looks_like_shell(block), (
-            f"README.md:{block.line}: mark the block sh (run by this test) or console")
+            f"README.md:{block.line}: mark the block {RUN} (run by this test), {RUN_WITH_KAFKA} "
+            f"(needs a broker: run by tests/spark/test_readme_streaming.py) or console")
+
+
+def test_blocks_that_need_a_broker_are_left_to_the_spark_tests() -> None:
+    """A block that reaches Kafka or Spark is ```sh kafka, so this test (service only) never
+    runs it and tests/spark/test_readme_streaming.py does."""
+    for example in EXAMPLES:
+        assert BROKER_ADDRESS not in example.script and "spark_jobs" not in example.script, (
+            f"README.md:{example.line}: a block that needs a broker or Spark is "
+            f"```{RUN_WITH_KAFKA}")
+    assert shell_examples(BLOCKS, RUN_WITH_KAFKA), "the README shows no streaming example"
 
 
 def test_links_stay_inside_the_repository() -> None:
@@ -108,41 +129,6 @@ def test_links_stay_inside_the_repository() -> None:
 def _looks_like_shell(block: object) -> bool:
     text = getattr(block, "text", "")
     return bool(re.search(r"^\s*(curl|make|\.venv/|flatavro|python)", text, re.M))
-
-
-def _rewrite_output(index: int, actual: str) -> None:
-    """Replace the output block after the `index`-th ```sh block (README read afresh: earlier
-    rewrites may have moved lines)."""
-    text = README.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    i = shell_examples(read_blocks(text))[index].line  # first line of the sh block's body
-    while not lines[i].startswith("```"):
-        i += 1
-    i += 1
-    while not lines[i].startswith("```"):
-        i += 1
-    start = i + 1
-    end = start
-    while not lines[end].startswith("```"):
-        end += 1
-    wrapped = [w for line in actual.rstrip("\n").split("\n") for w in _wrap(line)]
-    lines[start:end] = wrapped
-    README.write_text("\n".join(lines), encoding="utf-8")
-
-
-def _wrap(line: str, width: int = 96) -> list[str]:
-    """Break a long output line between JSON members, else at a space (whitespace does not
-    count in the comparison)."""
-    out: list[str] = []
-    while len(line) > width:
-        cut = max(line.rfind(',"', 0, width), line.rfind(",{", 0, width))
-        if cut <= 0:
-            cut = line.rfind(" ", 1, width)
-        if cut <= 0:
-            break
-        out.append(line[:cut + 1].rstrip())
-        line = " " + line[cut + 1:].lstrip()
-    return [*out, line]
 
 
 def test_shown_table_schema_is_the_example_file() -> None:

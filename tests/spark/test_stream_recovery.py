@@ -69,8 +69,10 @@ def cli(config: StreamConfig, *extra: str) -> list[str]:
             config.checkpoint, "--master", "local[2]", *extra]
 
 
-def kill_at_random(command: list[str], rng: random.Random, log: Path) -> None:
-    """Start the stream, wait for its first applied batch, SIGKILL it a random moment later."""
+def kill_at_random(command: list[str], rng: random.Random, log: Path,
+                   signum: int = signal.SIGKILL) -> int:
+    """Start the stream, wait for its first applied batch, signal it a random moment later;
+    its exit code."""
     with log.open("w") as err:
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 180
@@ -78,8 +80,8 @@ def kill_at_random(command: list[str], rng: random.Random, log: Path) -> None:
         assert process.poll() is None, f"the stream exited early:\n{log.read_text()[-3000:]}"
         time.sleep(0.2)
     time.sleep(rng.uniform(0, 6))
-    process.send_signal(signal.SIGKILL)
-    process.wait(30)
+    process.send_signal(signum)
+    return process.wait(120)
 
 
 @pytest.mark.parametrize("keyless", [False, True], ids=["merge", "append"])
@@ -98,9 +100,13 @@ def test_sigkill_at_random_moments_loses_and_doubles_nothing(
     send(kafka, service, topic, changes)
     config = stream(tmp_path, kafka, service, topic)
     rng = random.Random(seed)
+    command = cli(config, "--trigger", "processing-time=1 seconds",
+                  "--max-offsets-per-trigger", "100")
     for attempt in range(2):
-        kill_at_random(cli(config, "--trigger", "processing-time=1 seconds",
-                           "--max-offsets-per-trigger", "100"), rng, tmp_path / f"{attempt}.log")
+        kill_at_random(command, rng, tmp_path / f"{attempt}.log")
+    # SIGTERM: a graceful stop, even in the middle of a micro-batch.
+    assert kill_at_random(command, rng, tmp_path / "term.log", signal.SIGTERM) == 0, \
+        (tmp_path / "term.log").read_text()[-3000:]
     done = subprocess.run(cli(config, "--trigger", "available-now"), cwd=ROOT,
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

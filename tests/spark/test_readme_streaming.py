@@ -1,0 +1,54 @@
+"""The README's streaming example runs: its ```sh kafka blocks, pasted into bash from the
+repository root in README order, against a real broker (deploy/kafka/kafka.sh) and a fresh
+`flatavro serve`, print what the README shows (whitespace aside). The blocks start the real
+`python -m spark_jobs.stream` (Spark, spark-sql-kafka, Delta) and read the table with delta-rs.
+``FLATAVRO_UPDATE_README=1`` rewrites the shown outputs from a run instead (review the diff)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from tests.readme_blocks import (
+    BROKER_ADDRESS,
+    RUN_WITH_KAFKA,
+    SERVICE_ADDRESS,
+    read_blocks,
+    rewrite_output,
+    same_output,
+    shell_examples,
+)
+from tests.spark.conftest import Broker
+from tests.test_readme import README, ROOT, UPDATE, service  # noqa: F401  (fixture)
+
+EXAMPLES = shell_examples(read_blocks(README.read_text(encoding="utf-8")), RUN_WITH_KAFKA)
+
+
+def test_readme_streams_a_topic_into_delta_through_a_schema_change() -> None:
+    scripts = [e.script for e in EXAMPLES]
+    assert sum("spark_jobs.stream" in s for s in scripts) >= 2
+    assert any("/v1/tables/register" in s and "DEFAULT" in s for s in scripts)
+    assert any("deltalake" in s for s in scripts)
+
+
+@pytest.mark.parametrize("index", range(len(EXAMPLES)),
+                         ids=[f"README.md:{e.line}" for e in EXAMPLES])
+def test_example_prints_what_the_readme_shows(index: int, service: str,  # noqa: F811
+                                              kafka: Broker) -> None:
+    example = EXAMPLES[index]
+    script = SERVICE_ADDRESS.sub(service, example.script).replace(BROKER_ADDRESS,
+                                                                  kafka.bootstrap)
+    # As a user's shell: no FLATAVRO_ settings, except where the JVM jars are cached.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("FLATAVRO_") or k == "FLATAVRO_JVM_CACHE"}
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600, check=False)
+    actual = done.stdout.replace(service, "localhost:8080").replace(kafka.bootstrap,
+                                                                    BROKER_ADDRESS)
+    if UPDATE and example.expected is not None:
+        rewrite_output(README, RUN_WITH_KAFKA, index, actual)
+        return
+    assert same_output(actual, example.expected), (
+        f"README.md:{example.line} printed:\n{actual}\nthe README shows:\n{example.expected}")
