@@ -40,6 +40,7 @@ bench: check-bench $(EXTRAS) $(JARS)
 	$(BIN)/python -m bench.bench_row_codec
 	$(BIN)/python -m bench.bench_http
 	$(BIN)/python -m bench.bench_spark
+	$(BIN)/python -m bench.bench_stream
 
 # Regenerate openapi/openapi.json from the app (a test fails when the file drifts).
 openapi: check-openapi $(SERVICE)

@@ -1,0 +1,352 @@
+"""Streaming into Delta: the stream's apply rate against a plain Delta append of the same rows
+and against bulk_read's decode, and the latency from produce to visible. One run, local[2].
+
+Method. A real broker (deploy/kafka/kafka.sh) and a `flatavro serve` with the embedded registry
+start on free loopback ports; the 20-column benchmark table (bench_row_codec) is registered
+for a 3-partition topic. N changes (default 1,000,000) are encoded in this process (RecordCodec
++ frame, the registered ids) and produced by key (partition id % 3): 80% inserts of new keys,
+15% updates and 5% deletes (tombstones) of live keys drawn uniformly from all earlier ones (so
+every micro-batch touches rows all over the table). A smaller topic goes through every step
+first, untimed, to warm the JVM. Then, timed: (a) `spark_jobs.stream.run`, available-now,
+250,000 offsets per micro-batch, from an empty table and checkpoint (wall clock, start-up
+included); (b) bulk_read of the same topic into Parquet (decode only); (c) a plain
+``write.format("delta").mode("append")`` of those decoded rows, cached in memory first, into a
+fresh table. Where the stream's time goes comes from Spark's query progress (``durationMs``)
+and the MERGE commits' metrics in the Delta log. The table must then hold exactly the live
+keys (inserts - deletes) and the updated rows, else exit 1.
+Latency: the same stream restarted at processing-time=1 second in a thread; 200 new keys are
+produced one at a time, 20 per second (the time taken after each flush); the main thread polls
+the table with delta-rs every 50 ms and notes when each key first shows; p50/p99 are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import httpx
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQueryListener
+
+from bench.bench_row_codec import DDL, rows
+from service.core.framing import frame
+from service.core.record_codec import RecordCodec
+from spark_jobs import bulk_read
+from spark_jobs.config import JobConfig, StreamConfig, Trigger
+from spark_jobs.session import build_session
+from spark_jobs.stream import run
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTITIONS, WARM_UP, INSERTS, UPDATES = 3, 20_000, 0.80, 0.15  # the rest: deletes
+LATENCY_CHANGES, LATENCY_RATE, POLL_SECONDS = 200, 20.0, 0.05
+BASE_ROWS, UPDATED = rows(), {"note": "updated", "qty": 12}
+MERGE_METRICS = ("executionTimeMs", "materializeSourceTimeMs", "scanTimeMs", "rewriteTimeMs")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def broker(data: Path) -> Iterator[str]:
+    port, script = free_port(), str(ROOT / "deploy" / "kafka" / "kafka.sh")
+    subprocess.run([script, "start", str(data), str(port), str(free_port())], check=True,
+                   capture_output=True, timeout=300)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([script, "stop", str(data)], check=True, timeout=120)
+
+
+@contextmanager
+def service(data: Path) -> Iterator[str]:
+    port = free_port()
+    env = dict(os.environ, FLATAVRO_PORT=str(port), FLATAVRO_LOG_LEVEL="WARNING",
+               FLATAVRO_REGISTRY_DB_PATH=str(data / "registry.sqlite"))
+    process = subprocess.Popen([str(Path(sys.executable).parent / "flatavro"), "serve"], env=env)
+    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 30
+    try:
+        while True:
+            try:
+                httpx.get(url + "/healthz", timeout=1).raise_for_status()
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+class Topic:
+    """A 3-partition topic of the benchmark table, registered with the service; its changes
+    are encoded here with the registered ids."""
+
+    def __init__(self, name: str, bootstrap: str, url: str) -> None:
+        self.name, self.bootstrap, self.url, self.failed = name, bootstrap, url, 0
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for future in admin.create_topics([NewTopic(name, PARTITIONS, 1)]).values():
+            future.result(30)
+        httpx.post(f"{url}/v1/tables/register", json={"ddl": DDL, "topic": name},
+                   timeout=30).raise_for_status()
+        latest = [httpx.get(f"{url}/v1/subjects/{name}-{part}/versions/latest",
+                            timeout=30).json() for part in ("key", "value")]
+        self.key_id, self.value_id = (v["id"] for v in latest)
+        key, value = (json.loads(v["schema"]) for v in latest)
+        self.key_codec, self.value_codec = RecordCodec(key, allow_extra=True), RecordCodec(value)
+        self.columns = [f["name"] for f in value["fields"]]
+
+    def producer(self, **config: Any) -> Producer:
+        def delivered(error: object, _message: object) -> None:
+            self.failed += error is not None
+        return Producer({"bootstrap.servers": self.bootstrap, "on_delivery": delivered,
+                         **config})
+
+    def send(self, producer: Producer, op: str, row_id: int) -> None:
+        row = BASE_ROWS[row_id % len(BASE_ROWS)] | {"id": row_id}
+        row |= UPDATED if op == "update" else {}
+        key = frame(self.key_id, self.key_codec.encode(row))
+        value = None if op == "delete" else frame(
+            self.value_id, self.value_codec.encode(row, update=op == "update"))
+        while True:
+            try:
+                producer.produce(self.name, key=key, value=value, partition=row_id % PARTITIONS)
+                return
+            except BufferError:  # the local queue is full: let librdkafka send
+                producer.poll(0.05)
+
+    def send_all(self, changes: list[tuple[str, int]]) -> None:
+        producer = self.producer(**{"linger.ms": 50, "batch.size": 1_000_000,
+                                    "batch.num.messages": 100_000,
+                                    "queue.buffering.max.messages": 1_000_000})
+        for op, row_id in changes:
+            self.send(producer, op, row_id)
+        if producer.flush(120) or self.failed:
+            sys.exit(f"{self.failed} change(s) of {self.name} were not delivered")
+
+
+def plan(count: int, seed: int = 12) -> tuple[list[tuple[str, int]], set[int], set[int]]:
+    """`count` changes: inserts of new keys, updates and deletes of live keys. Returns them, the
+    keys live at the end and those among them whose last change is an update."""
+    rng, changes, live, updated = random.Random(seed), [], [], set()
+    for _ in range(count):
+        draw = rng.random()
+        if draw < INSERTS or not live:
+            live.append(len(changes))
+            changes.append(("insert", live[-1]))
+        elif draw < INSERTS + UPDATES:
+            changes.append(("update", rng.choice(live)))
+            updated.add(changes[-1][1])
+        else:
+            at = rng.randrange(len(live))
+            live[at], live[-1] = live[-1], live[at]
+            changes.append(("delete", live.pop()))
+            updated.discard(changes[-1][1])
+    return changes, set(live), updated
+
+
+class Progress(StreamingQueryListener):
+    """Spark's ``durationMs`` of each micro-batch that had input."""
+
+    def __init__(self) -> None:
+        self.batches: list[dict[str, int]] = []
+
+    def onQueryStarted(self, event: Any) -> None: ...
+    def onQueryIdle(self, event: Any) -> None: ...
+    def onQueryTerminated(self, event: Any) -> None: ...
+
+    def onQueryProgress(self, event: Any) -> None:
+        if event.progress.numInputRows:
+            self.batches.append(dict(event.progress.durationMs))
+
+    def seconds(self, name: str) -> float:
+        return sum(b.get(name, 0) for b in self.batches) / 1000
+
+
+def timed(work: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def stream_config(topic: Topic, work: Path, per_trigger: int, **more: Any) -> StreamConfig:
+    return StreamConfig(**{"topic": topic.name, "bootstrap_servers": topic.bootstrap,
+                           "service_url": topic.url, "trigger": Trigger(available_now=True),
+                           "table_path": str(work / f"{topic.name}-table"),
+                           "checkpoint": str(work / f"{topic.name}-checkpoint"),
+                           "max_offsets_per_trigger": per_trigger, **more})
+
+
+def apply_all(spark: SparkSession, topic: Topic, work: Path, per_trigger: int
+              ) -> tuple[float, float, float]:
+    """Seconds of (stream, bulk_read decode-only, plain Delta append of the decoded rows)."""
+    streamed = timed(lambda: run(spark, stream_config(topic, work, per_trigger)))
+    decoded = str(work / f"{topic.name}-decoded")
+    read = timed(lambda: bulk_read.run(spark, JobConfig(
+        topic=topic.name, output=decoded, bootstrap_servers=topic.bootstrap,
+        service_url=topic.url)))
+    cached = spark.read.parquet(decoded).select(*topic.columns).cache()
+    cached.count()
+    appended = timed(lambda: cached.write.format("delta").mode("append").save(
+        str(work / f"{topic.name}-append")))
+    cached.unpersist()
+    return streamed, read, appended
+
+
+def where_time_goes(spark: SparkSession, progress: Progress, path: str, wall: float) -> str:
+    total, batch = progress.seconds("triggerExecution"), progress.seconds("addBatch")
+    merges = DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").collect()
+    merge = {n: sum(int(m.operationMetrics.get(n, 0)) for m in merges) / 1000
+             for n in MERGE_METRICS}
+    return (f"where the stream's {wall:.1f} s go: start-up {wall - total:.1f} s; "
+            f"{len(progress.batches)} micro-batches {total:.1f} s = Kafka offsets, planning, "
+            f"checkpoint {total - batch:.1f} s + foreachBatch {batch:.1f} s = MERGE "
+            f"{merge['executionTimeMs']:.1f} s (of which materialize source "
+            f"{merge['materializeSourceTimeMs']:.1f} s, scan for matches "
+            f"{merge['scanTimeMs']:.1f} s, rewrite {merge['rewriteTimeMs']:.1f} s) + before "
+            f"MERGE {batch - merge['executionTimeMs']:.1f} s (Kafka fetch and cache of the "
+            f"batch, header aggregate, table history)")
+
+
+def check_table(spark: SparkSession, path: str, live: set[int], updated: set[int]) -> bool:
+    table = spark.read.format("delta").load(path)
+    count, changed = table.count(), table.where("note = 'updated'").count()
+    ok = count == len(live) and changed == len(updated)
+    print(f"table rows {count:,} (expected live keys = inserts - deletes: {len(live):,}), "
+          f"updated rows {changed:,} (expected {len(updated):,}): {'ok' if ok else 'WRONG'}")
+    return ok
+
+
+def rate(name: str, records: int, seconds: float) -> float:
+    print(f"{name:<44} {records / seconds:>10,.0f} rec/s ({seconds:.1f} s)")
+    return records / seconds
+
+
+def measure_speed(spark: SparkSession, bootstrap: str, url: str, work: Path, count: int,
+                  per_trigger: int) -> tuple[Topic, int, bool]:
+    """Time the three ways to Delta; (the topic, the live keys, whether the table is right)."""
+    warm = Topic("warmup", bootstrap, url)
+    warm.send_all(plan(WARM_UP)[0])
+    apply_all(spark, warm, work, per_trigger)
+    topic, (changes, live, updated) = Topic("bench", bootstrap, url), plan(count)
+    kinds = {k: sum(1 for op, _ in changes if op == k) for k in ("insert", "update", "delete")}
+    sent = timed(lambda: topic.send_all(changes))
+    print(f"produced {count:,} changes ({kinds['insert']:,} inserts, {kinds['update']:,} "
+          f"updates, {kinds['delete']:,} deletes) over {PARTITIONS} partitions in {sent:.1f} s")
+    progress = Progress()
+    spark.streams.addListener(progress)
+    streamed, read, appended = apply_all(spark, topic, work, per_trigger)
+    spark.streams.removeListener(progress)
+    stream = rate(f"stream (available-now, {per_trigger:,}/micro-batch)", count, streamed)
+    plain = rate("plain Delta append of the decoded rows", count, appended)
+    decode = rate("bulk_read decode-only (Parquet)", count, read)
+    print(f"stream vs plain Delta append: {stream:,.0f} rec/s vs {plain:,.0f} rec/s, ratio "
+          f"{stream / plain:.2f} (target >= 0.5)")
+    print(f"stream vs bulk_read decode-only: {stream:,.0f} rec/s vs {decode:,.0f} rec/s, "
+          f"ratio {stream / decode:.2f}")
+    path = stream_config(topic, work, per_trigger).table_path
+    print(where_time_goes(spark, progress, path, streamed))
+    return topic, len(live), check_table(spark, path, live, updated)
+
+
+def send_slowly(topic: Topic, first_id: int, sent: dict[int, float]) -> None:
+    producer, start = topic.producer(**{"linger.ms": 0}), time.monotonic()
+    for i in range(LATENCY_CHANGES):
+        time.sleep(max(0.0, start + i / LATENCY_RATE - time.monotonic()))
+        topic.send(producer, "insert", first_id + i)
+        producer.flush(30)
+        sent[first_id + i] = time.monotonic()
+
+
+def watch(path: str, first_id: int, errors: list[BaseException]) -> tuple[dict[int, float], float]:
+    """When each key >= first_id first shows in the table; the mean time between polls."""
+    table, seen, polls, start = deltalake.DeltaTable(path), {}, 0, time.monotonic()
+    version = table.version()
+    while len(seen) < LATENCY_CHANGES and time.monotonic() < start + 120 and not errors:
+        time.sleep(POLL_SECONDS)
+        table.update_incremental()
+        polls += 1
+        if table.version() != version:
+            version, now = table.version(), time.monotonic()
+            ids = table.to_pyarrow_table(columns=["id"], filters=[("id", ">=", first_id)])
+            for row_id in ids.column("id").to_pylist():
+                seen.setdefault(row_id, now)
+    return seen, (time.monotonic() - start) / max(polls, 1)
+
+
+def measure_latency(spark: SparkSession, topic: Topic, work: Path, first_id: int,
+                    live: int) -> bool:
+    config = stream_config(topic, work, LATENCY_CHANGES, trigger=Trigger(seconds=1))
+    stop, errors, sent = threading.Event(), [], {}
+
+    def stream() -> None:
+        try:
+            run(spark, config, stop)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    runner = threading.Thread(target=stream, daemon=True)
+    runner.start()
+    while not errors and not any(q.lastProgress for q in spark.streams.active):
+        time.sleep(0.2)  # until the first (empty) trigger has run
+    threading.Thread(target=send_slowly, args=(topic, first_id, sent), daemon=True).start()
+    seen, resolution = watch(config.table_path, first_id, errors)
+    stop.set()
+    runner.join(120)
+    if errors:
+        raise errors[0]
+    latencies = [seen[k] - sent[k] for k in sent if k in seen]
+    if len(latencies) < LATENCY_CHANGES:
+        print(f"latency: only {len(latencies)} of {LATENCY_CHANGES} changes became visible")
+        return False
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    print(f"latency produce -> visible (processing-time=1 second, {LATENCY_RATE:g} changes/s, "
+          f"table of {live:,} rows): p50 {cuts[49]:.2f} s, p99 {cuts[98]:.2f} s over "
+          f"{len(latencies)} changes (poll every {resolution * 1000:.0f} ms)")
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    parser.add_argument("--per-trigger", type=int, default=250_000,
+                        help="the stream's max offsets per micro-batch")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="flatavro-bench-stream-"))
+    with broker(work / "kafka") as bootstrap, service(work) as url:
+        spark = build_session("flatavro-bench-stream", "local[2]")
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            topic, live, ok = measure_speed(spark, bootstrap, url, work, args.changes,
+                                            args.per_trigger)
+            ok = measure_latency(spark, topic, work, args.changes, live) and ok
+        finally:
+            spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
