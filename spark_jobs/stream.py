@@ -102,6 +102,7 @@ class BatchApplier:
         self.stopping = False  # set before query.stop(): a batch cut short then is no error
         self.interrupted: int | None = None
         self.columns = DeltaTable.forPath(spark, config.table_path).toDF().schema
+        self.version = self._latest_version()
 
     def sync_table(self) -> None:
         """Evolve the table to the latest value version's columns, if they differ."""
@@ -109,6 +110,7 @@ class BatchApplier:
         evolution = delta.plan_evolution(self.columns, want, self.schemas.value.subject)
         if evolution:
             delta.evolve(self.spark, self.config.table_path, evolution, self.schemas.value)
+            self.version = self._latest_version()
             _log(f"table {self.config.table_path} now has the columns of "
                  f"{self.schemas.value.subject} schema id {self.schemas.value.latest_id} "
                  f"({evolution})")
@@ -116,7 +118,9 @@ class BatchApplier:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        batch = batch.persist()
+        # Not cached: the headers aggregate and the decode read the batch's Kafka offsets
+        # twice (a re-read gives the same records), which costs less than caching 5 columns
+        # of raw bytes; Delta's MERGE materializes its decoded source itself.
         try:
             summary = self._apply(batch, batch_id)
         except Exception as exc:
@@ -127,8 +131,6 @@ class BatchApplier:
             else:
                 self.failure = JobError(f"micro-batch {batch_id} failed: {one_line(exc)}")
             raise
-        finally:
-            batch.unpersist()
         if summary:
             _log(f"batch {batch_id}: {summary} in {time.monotonic() - started:.1f} s")
 
@@ -168,7 +170,6 @@ class BatchApplier:
             decoded = decoded.where("NOT _undecoded")
         try:
             dead_count = self._set_aside(dead, batch_id)
-            before = self._version()
             self._write(decoded.drop("_undecoded", "key", "value"), batch_id)
         except JobError:
             raise
@@ -178,7 +179,7 @@ class BatchApplier:
             raise self._undecodable(framed) from exc
         finally:
             cached.unpersist()
-        return (f"{messages} message(s), {self._changes(before)}"
+        return (f"{messages} message(s), {self._changes()}"
                 + (f", {dead_count} to the dead-letter table" if dead_count else ""))
 
     def _set_aside(self, dead: DataFrame | None, batch_id: int) -> int:
@@ -202,16 +203,19 @@ class BatchApplier:
         delta.merge_changes(self.spark, path, last_change_per_key(changes, keys), keys,
                             columns, self.app_id, batch_id)
 
-    def _version(self) -> int:
-        return int(DeltaTable.forPath(self.spark, self.config.table_path).history(1)
-                   .select("version").first()[0])  # type: ignore[index]
+    def _latest_version(self) -> int:
+        table = DeltaTable.forPath(self.spark, self.config.table_path)
+        return int(table.history(1).select("version").first()[0])  # type: ignore[index]
 
-    def _changes(self, before: int) -> str:
+    def _changes(self) -> str:
+        """What the batch's commit did (the table's newest commit; none when Delta skipped a
+        write it already had)."""
         last = DeltaTable.forPath(self.spark, self.config.table_path).history(1).select(
             "version", "operationMetrics").first()
         assert last is not None
-        if int(last[0]) == before:
+        if int(last[0]) == self.version:
             return "already in the table (a re-run batch: skipped)"
+        self.version = int(last[0])
         metrics: dict[str, Any] = last[1] or {}
         if self.schemas.key is None:
             return f"table version {last[0]}: appended {metrics.get('numOutputRows', '?')}"
