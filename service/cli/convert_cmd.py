@@ -24,7 +24,7 @@ from service.cli.schema_cmd import add_schema_options, schema_options
 from service.codec.convert import ConvertInput
 from service.core.errors import InvalidInputError
 
-__all__ = ["register"]
+__all__ = ["register", "add_registry_options", "registry_settings"]
 
 EXIT_PENDING = 3
 
@@ -43,6 +43,13 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
                      help="topic rule or literal topic (default tidb_{schema}_{table})")
     cmd.add_argument("--register", action="store_true",
                      help="register schemas of tables the registry does not have yet")
+    add_registry_options(cmd)
+    add_schema_options(cmd)
+    cmd.set_defaults(handler=_convert)
+
+
+def add_registry_options(cmd: argparse.ArgumentParser) -> None:
+    """--registry-url | --registry-file (else the FLATAVRO_REGISTRY_* settings)."""
     where = cmd.add_mutually_exclusive_group()
     where.add_argument("--registry-url", help="a Confluent-compatible registry (auth and TLS "
                                               "from FLATAVRO_REGISTRY_* variables)")
@@ -50,8 +57,6 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
                                                "existing directory (default: "
                                                "FLATAVRO_REGISTRY_DB_PATH or "
                                                "flatavro-registry.sqlite)")
-    add_schema_options(cmd)
-    cmd.set_defaults(handler=_convert)
 
 
 def _messages(path: str) -> list[tuple[str | None, str | None]]:
@@ -79,7 +84,8 @@ def _messages(path: str) -> list[tuple[str | None, str | None]]:
     return messages
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def registry_settings(args: argparse.Namespace) -> Settings:
+    """The settings with the registry the command line names."""
     overrides: dict[str, Any] = {"log_level": "WARNING"}
     if args.registry_url:
         overrides["registry_url"] = args.registry_url
@@ -100,7 +106,7 @@ async def _run(settings: Settings, protocol: Protocol, request: ConvertInput
 def _convert(args: argparse.Namespace) -> int:
     request = ConvertInput(_messages(args.file), args.encoding, args.topic, args.register,
                            schema_options(args))
-    result = asyncio.run(_run(_settings(args), Protocol(args.protocol), request))
+    result = asyncio.run(_run(registry_settings(args), Protocol(args.protocol), request))
     sys.stdout.buffer.write(b"".join(orjson.dumps(m) + b"\n" for m in result["messages"]))
     for kind in ("skipped", "pending"):
         for entry in result[kind]:

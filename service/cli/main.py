@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from service.cli import convert_cmd, schema_cmd, serve_cmd
+from service.cli import bridge_cmd, convert_cmd, schema_cmd, serve_cmd
 from service.cli.hints import error_line
 from service.core.errors import ServiceError
 
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema_cmd.register(commands)
     serve_cmd.register(commands)
     convert_cmd.register(commands)
+    bridge_cmd.register(commands)
     return parser
 
 

@@ -39,7 +39,7 @@ from service.registry.errors import SubjectNotFoundError
 from service.registry.model import RegisteredSchema
 from service.registry.tables import TableRegistration
 
-__all__ = ["ConvertInput", "Converter", "Registrar"]
+__all__ = ["ConvertInput", "Converted", "Converter", "Output", "Registrar"]
 
 Registrar = Callable[[Table, SchemaOptions, str], Awaitable[TableRegistration]]
 """Registers a table's schemas under a topic (and forgets the topic's cached ids)."""
@@ -54,14 +54,38 @@ _SKIP_REASONS = {
 
 @dataclass(frozen=True, slots=True)
 class ConvertInput:
-    """A convert request: the messages (text as sent), how they are encoded, the topic rule,
-    whether to register missing schemas, and the schema options used when registering."""
+    """A convert request: the messages (text as sent, or bytes with encoding ``raw``), how
+    they are encoded, the topic rule, whether to register missing schemas, and the schema
+    options used when registering."""
 
-    messages: list[tuple[str | None, str | None]]
+    messages: list[tuple[str | None, str | None]] | list[tuple[bytes | None, bytes | None]]
     encoding: str
     topic_rule: str
     register: bool
     options: SchemaOptions
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One flat-avro Kafka message: its topic's schemas, the change's commit ts, the index of
+    the source message it came from, the op and the framed key and value."""
+
+    schemas: TopicSchemas
+    commit_ts: int
+    source_index: int
+    op: str
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Converted:
+    """A converted batch: the messages in source order, the skipped events, the pending
+    rows."""
+
+    messages: list[Output]
+    skipped: list[dict[str, Any]]
+    pending: list[Pending]
 
 
 class _TargetError(InvalidInputError):
@@ -91,6 +115,15 @@ class Converter:
     async def convert(self, protocol: Protocol, request: ConvertInput, *,
                       may_register: bool) -> dict[str, Any]:
         """Convert a batch; the result is the response body (messages, skipped, pending).
+        Raises as `convert_raw`."""
+        done = await self.convert_raw(protocol, request, may_register=may_register)
+        return {"messages": [_message(m) for m in done.messages], "skipped": done.skipped,
+                "pending": [p.to_json() for p in done.pending]}
+
+    async def convert_raw(self, protocol: Protocol, request: ConvertInput, *,
+                          may_register: bool) -> Converted:
+        """Convert a batch into framed Kafka messages (bytes); ``encoding="raw"`` takes the
+        source messages as bytes.
 
         Raises:
             WriteKeyRequiredError: ``register`` without write permission.
@@ -126,9 +159,9 @@ class Converter:
             schemas = targets[group].schemas
             if group in registered:
                 framed_event = _reframed(framed_event, schemas)
-            messages.extend(_message(schemas, event, f) for f in framed_event)
-        return {"messages": messages, "skipped": skipped,
-                "pending": [p.to_json() for p in pending]}
+            messages.extend(Output(schemas, event.commit_ts, event.source_index, *f)
+                            for f in framed_event)
+        return Converted(messages, skipped, pending)
 
     def _decode(self, protocol: Protocol, request: ConvertInput
                 ) -> tuple[list[ChangeEvent], list[dict[str, Any]], list[Pending],
@@ -271,9 +304,9 @@ def _reframed(messages: list[Framed], schemas: TopicSchemas) -> list[Framed]:
             for op, key, value in messages]
 
 
-def _bytes(text: str | None, encoding: str, part: str) -> bytes | None:
-    if text is None:
-        return None
+def _bytes(text: str | bytes | None, encoding: str, part: str) -> bytes | None:
+    if text is None or isinstance(text, bytes):  # encoding "raw": bytes as consumed
+        return text
     if encoding == "utf-8":
         return text.encode("utf-8", "surrogatepass")
     try:
@@ -302,12 +335,12 @@ def _registered(schemas: TopicSchemas, done: TableRegistration) -> TopicSchemas:
     return TopicSchemas(schemas.topic, key, BoundSchema(done.value, schemas.value.codec))
 
 
-def _message(schemas: TopicSchemas, event: ChangeEvent, framed: Framed) -> dict[str, Any]:
-    op, key, value = framed
+def _message(out: Output) -> dict[str, Any]:
+    schemas, key, value = out.schemas, out.key, out.value
     return {"topic": schemas.topic,
             "key": None if key is None else binascii.b2a_base64(key, newline=False).decode(),
             "value": None if value is None else binascii.b2a_base64(
                 value, newline=False).decode(),
             "key_schema_id": None if schemas.key is None else schemas.key.registered.id,
             "value_schema_id": schemas.value.registered.id,
-            "op": op, "commit_ts": event.commit_ts, "source_index": event.source_index}
+            "op": out.op, "commit_ts": out.commit_ts, "source_index": out.source_index}

@@ -1,21 +1,18 @@
-"""Real parts for the Spark tests: one local[2] session with the Maven-cache jars, and one
-single-node KRaft broker (deploy/kafka/kafka.sh) on free loopback ports, per test session.
-A missing part fails loudly; nothing is skipped."""
+"""Real parts for the Spark tests: one local[2] session with the Maven-cache jars per test
+session (the broker fixture `kafka` is in tests/conftest.py). A missing part fails loudly;
+nothing is skipped."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 from spark_jobs.session import build_session
-from tests.registry.conftest import free_port
+from tests.conftest import ROOT, Broker
 
-ROOT = Path(__file__).resolve().parents[2]
-KAFKA_SH = ROOT / "deploy" / "kafka" / "kafka.sh"
+__all__ = ["ROOT", "Broker"]
 
 
 @pytest.fixture(scope="session")
@@ -23,26 +20,3 @@ def spark() -> Iterator[SparkSession]:
     session = build_session("flatavro-tests", "local[2]")
     yield session
     session.stop()
-
-
-class Broker:
-    """A running broker: its bootstrap address and data directory."""
-
-    def __init__(self, data: Path) -> None:
-        self.data = data
-        self.port, controller = free_port(), free_port()
-        done = subprocess.run([str(KAFKA_SH), "start", str(data), str(self.port),
-                               str(controller)], capture_output=True, text=True, timeout=300,
-                              check=False)
-        assert done.returncode == 0, f"the Kafka broker did not start:\n{done.stderr[-3000:]}"
-        self.bootstrap = f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        subprocess.run([str(KAFKA_SH), "stop", str(self.data)], timeout=120, check=True)
-
-
-@pytest.fixture(scope="session")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    broker = Broker(tmp_path_factory.mktemp("kafka"))
-    yield broker
-    broker.stop()

@@ -1,0 +1,109 @@
+"""``flatavro bridge``: run the consumer-group bridge (TiCDC topic -> flat-avro topics, exactly
+once with Kafka transactions) until SIGTERM/SIGINT or ``--exit-when-idle``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import threading
+
+from service.api.runtime import Runtime
+from service.api.settings import Settings
+from service.cdc.catalog import Protocol
+from service.cli.convert_cmd import add_registry_options, registry_settings
+from service.cli.schema_cmd import add_schema_options, schema_options
+
+__all__ = ["register"]
+
+DESCRIPTION = """\
+Read a TiCDC topic (Canal-JSON, Open Protocol or Simple) in a consumer group and write the
+flat-avro topics an `avro` changefeed would have written, exactly once: each poll batch is
+converted, produced and its source offsets committed in one Kafka transaction (Kafka >= 2.5;
+read the targets with isolation.level=read_committed). Run more copies with the same
+--group-id to split the partitions. Extra librdkafka settings (security.protocol, SASL, TLS):
+FLATAVRO_KAFKA_<NAME> variables (FLATAVRO_KAFKA_SECURITY_PROTOCOL=SASL_SSL) or --kafka-config
+FILE (key=value lines; wins over the variables); secrets are never logged. The registry comes
+from --registry-url/--registry-file or the FLATAVRO_REGISTRY_* settings, as for the service.
+Exit status: 0 after SIGTERM/SIGINT or --exit-when-idle; 2 with one line on stderr otherwise
+(everything converted before the failure is committed)."""
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``bridge`` command to the top-level parser."""
+    cmd = commands.add_parser("bridge", help="TiCDC topic -> flat-avro topics, continuously "
+                              "and exactly once", description=DESCRIPTION,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmd.add_argument("--protocol", required=True, choices=[p.value for p in Protocol])
+    cmd.add_argument("--source-topic", required=True, help="the changefeed's topic")
+    cmd.add_argument("--bootstrap-servers", required=True, help="the Kafka brokers")
+    cmd.add_argument("--group-id", help="consumer group (default flatavro-bridge.<source>)")
+    cmd.add_argument("--instance-id", help="this copy's name, unique in the group and stable "
+                     "across restarts: the transactional.id is flatavro-bridge.<group>."
+                     "<instance> (default: the host name)")
+    cmd.add_argument("--topic", default="tidb_{schema}_{table}", metavar="RULE",
+                     help="target topic rule or literal topic (default tidb_{schema}_{table})")
+    cmd.add_argument("--register", action="store_true",
+                     help="register schemas of tables the registry does not have yet")
+    cmd.add_argument("--create-topics", action="store_true", help="create missing target "
+                     "topics with the source's partition count (else a missing one stops)")
+    cmd.add_argument("--dead-letter-topic", metavar="DLT", help="where unconvertible messages "
+                     "go (raw, with flatavro.reason/source.topic/source.partition/"
+                     "source.offset headers); without it such a message stops the bridge")
+    cmd.add_argument("--pending-timeout", type=_positive, default=300.0, metavar="SECONDS",
+                     help="Simple protocol: how long a DML may wait for its table's BOOTSTRAP"
+                          "/DDL before it is dead-lettered or stops the bridge (default 300)")
+    cmd.add_argument("--exit-when-idle", type=_positive, metavar="SECONDS",
+                     help="exit 0 after this long without new messages (nothing pending)")
+    cmd.add_argument("--metrics-port", type=int, metavar="P",
+                     help="serve Prometheus metrics on this port")
+    cmd.add_argument("--kafka-config", metavar="FILE",
+                     help="extra librdkafka settings, key=value lines")
+    cmd.add_argument("--batch-size", type=int, default=1000, metavar="N",
+                     help="messages per poll batch and transaction (default 1000)")
+    add_registry_options(cmd)
+    add_schema_options(cmd)
+    cmd.set_defaults(handler=_bridge)
+
+
+async def _run(settings: Settings, args: argparse.Namespace, stop: threading.Event) -> None:
+    from service.bridge.bridge import Bridge, BridgeOptions
+    from service.bridge.kafka_settings import kafka_settings
+
+    options = BridgeOptions(
+        protocol=Protocol(args.protocol), source_topic=args.source_topic,
+        bootstrap_servers=args.bootstrap_servers,
+        group_id=args.group_id or f"flatavro-bridge.{args.source_topic}",
+        instance_id=args.instance_id or socket.gethostname(), topic_rule=args.topic,
+        register=args.register, schema_options=schema_options(args),
+        dead_letter_topic=args.dead_letter_topic, create_topics=args.create_topics,
+        pending_timeout=args.pending_timeout, exit_when_idle=args.exit_when_idle,
+        batch_size=args.batch_size, kafka=kafka_settings(os.environ, args.kafka_config))
+    runtime = Runtime.start(settings)
+    try:
+        bridge = Bridge(options, runtime.converter)
+        if args.metrics_port:
+            bridge.metrics.serve(args.metrics_port)
+        await bridge.run(stop)
+    finally:
+        await runtime.stop()
+
+
+def _bridge(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    asyncio.run(_run(registry_settings(args), args, stop))
+    return 0

@@ -1,0 +1,183 @@
+"""`flatavro bridge` against a real KRaft broker: Canal-JSON changes of two tables over 3
+partitions become the flat-avro messages the converter gives for the same input, each exactly
+once, in key order; a bad message stops the bridge or goes to the dead-letter topic."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from service.api.runtime import Runtime
+from service.api.settings import Settings
+from service.cdc.catalog import Protocol
+from service.cli.main import main
+from service.codec.convert import ConvertInput
+from service.core.options import SchemaOptions
+from tests.conftest import Broker
+
+PARTITIONS = 3
+TYPES = {"items": {"id": "int", "name": "varchar(20)"},
+         "users": {"uid": "bigint", "email": "varchar(64)"}}
+KEYS = {"items": "id", "users": "uid"}
+
+Raw = tuple[bytes | None, bytes | None]
+
+
+def canal(table: str, kind: str, row: dict[str, Any], ts: int,
+          old: dict[str, Any] | None = None) -> bytes:
+    types = TYPES[table]
+    message = {"id": 0, "database": "shop", "table": table, "pkNames": [KEYS[table]],
+               "isDdl": False, "type": kind, "es": ts >> 18, "ts": 0, "sql": "",
+               "sqlType": {c: 4 for c in types}, "mysqlType": types,
+               "data": [{k: None if v is None else str(v) for k, v in row.items()}],
+               "old": [{k: None if v is None else str(v) for k, v in old.items()}] if old
+               else None, "_tidb": {"commitTs": ts}}
+    return json.dumps(message).encode()
+
+
+def changes() -> dict[int, list[bytes]]:
+    """Per source partition, in order: inserts, updates (one changing the key), deletes."""
+    ts = 400_000_000_000_000_000
+    out: dict[int, list[bytes]] = defaultdict(list)
+    for n in range(30):
+        table = "items" if n % 2 else "users"
+        key = KEYS[table]
+        value = "name" if table == "items" else "email"
+        out[n % PARTITIONS].append(canal(table, "INSERT", {key: n, value: f"v{n}"}, ts + n))
+    for n in range(0, 30, 3):
+        table = "items" if n % 2 else "users"
+        key, value = KEYS[table], "name" if table == "items" else "email"
+        out[n % PARTITIONS].append(canal(table, "UPDATE", {key: n, value: f"u{n}"}, ts + 100 + n,
+                                         old={key: n, value: f"v{n}"}))
+    out[1].append(canal("items", "UPDATE", {"id": 1001, "name": "moved"}, ts + 200,
+                        old={"id": 1, "name": "v1"}))  # a key change
+    for n in range(0, 30, 5):
+        table = "items" if n % 2 else "users"
+        key, value = KEYS[table], "name" if table == "items" else "email"
+        out[n % PARTITIONS].append(canal(table, "DELETE", {key: n, value: f"x{n}"},
+                                         ts + 300 + n))
+    return out
+
+
+def create_topic(broker: Broker, topic: str, partitions: int = PARTITIONS) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(30)
+
+
+def produce(broker: Broker, topic: str, by_partition: dict[int, list[bytes]]) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for partition, values in by_partition.items():
+        for value in values:
+            producer.produce(topic, value=value, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def read_committed(broker: Broker, topic: str) -> list[tuple[int, Raw]]:
+    """Every committed message of `topic`: (partition, (key, value)) in partition order."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "reader",
+                         "isolation.level": "read_committed", "enable.partition.eof": True,
+                         "enable.auto.commit": False})
+    partitions = consumer.list_topics(topic, 10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    out, finished = [], set()
+    while len(finished) < len(partitions):
+        message = consumer.poll(10)
+        assert message is not None, f"no end of partition from {topic}"
+        if message.error():
+            finished.add(message.partition())
+            continue
+        out.append((message.partition(), (message.key(), message.value())))
+    consumer.close()
+    return out
+
+
+def expected(registry: Path, by_partition: dict[int, list[bytes]]) -> dict[str, list[Raw]]:
+    """What the converter gives for each source partition's messages, by target topic."""
+    async def convert() -> dict[str, list[Raw]]:
+        runtime = Runtime.start(Settings(registry_db_path=str(registry), log_level="WARNING"))
+        out: dict[str, list[Raw]] = defaultdict(list)
+        try:
+            for partition in sorted(by_partition):
+                done = await runtime.converter.convert_raw(Protocol.CANAL_JSON, ConvertInput(
+                    [(None, v) for v in by_partition[partition]], "raw",
+                    "tidb_{schema}_{table}", False, SchemaOptions()), may_register=False)
+                for m in done.messages:
+                    out[m.schemas.topic].append((m.key, m.value))
+        finally:
+            await runtime.stop()
+        return out
+
+    return asyncio.run(convert())
+
+
+def by_key(messages: list[Raw]) -> dict[bytes | None, list[bytes | None]]:
+    grouped: dict[bytes | None, list[bytes | None]] = defaultdict(list)
+    for key, value in messages:
+        grouped[key].append(value)
+    return dict(grouped)
+
+
+def bridge(broker: Broker, source: str, registry: Path, *extra: str) -> int:
+    return main(["bridge", "--protocol", "canal-json", "--source-topic", source,
+                 "--bootstrap-servers", broker.bootstrap, "--registry-file", str(registry),
+                 "--register", "--create-topics", "--exit-when-idle", "3",
+                 "--instance-id", "test", *extra])
+
+
+def test_canal_json_topic_becomes_flat_avro_topics_exactly_once(kafka: Broker,
+                                                                 tmp_path: Path) -> None:
+    source, registry = "canal_src", tmp_path / "r.sqlite"
+    create_topic(kafka, source)
+    messages = changes()
+    produce(kafka, source, messages)
+    assert bridge(kafka, source, registry, "--group-id", "g1") == 0
+    want = expected(registry, messages)
+    assert set(want) == {"tidb_shop_items", "tidb_shop_users"}
+    for topic, wanted in want.items():
+        got = read_committed(kafka, topic)
+        assert len(got) == len(wanted)  # every change once
+        assert by_key([m for _, m in got]) == by_key(wanted)  # in key order
+        partition_of: dict[bytes | None, int] = {}
+        for partition, (key, _) in got:  # one key, one target partition
+            assert partition_of.setdefault(key, partition) == partition
+    # A restart of the same group finds nothing new and writes nothing.
+    assert bridge(kafka, source, registry, "--group-id", "g1") == 0
+    assert sum(len(read_committed(kafka, t)) for t in want) == sum(len(w) for w in want.values())
+
+
+def test_a_bad_message_stops_after_committing_what_came_before(
+        kafka: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source, registry = "canal_bad", tmp_path / "r.sqlite"
+    create_topic(kafka, source, 1)
+    good = [canal("users", "INSERT", {"uid": n, "email": f"e{n}"}, 1 << 60) for n in range(3)]
+    produce(kafka, source, {0: [*good, b"{not json", *good]})
+    assert bridge(kafka, source, registry, "--group-id", "g2", "--topic", "bad_out") == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "partition 0 offset 3:" in err and "everything before it is committed" in err
+    assert len(read_committed(kafka, "bad_out")) == 3
+
+    assert bridge(kafka, source, registry, "--group-id", "g2", "--topic", "bad_out",
+                  "--dead-letter-topic", "bad_dlt") == 0
+    assert len(read_committed(kafka, "bad_out")) == 6
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "dlt-reader",
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["bad_dlt"])
+    message = None
+    for _ in range(30):
+        message = consumer.poll(1)
+        if message is not None and not message.error():
+            break
+    consumer.close()
+    assert message is not None and message.value() == b"{not json"
+    headers = {k: v.decode() for k, v in message.headers()}
+    assert headers["flatavro.source.topic"] == source
+    assert (headers["flatavro.source.partition"], headers["flatavro.source.offset"]) == ("0", "3")
+    assert "JSON" in headers["flatavro.reason"] or "json" in headers["flatavro.reason"]
