@@ -89,13 +89,22 @@ class Bridge:
         self.partitions: dict[str, int] = {}
         self.fatal: KafkaError | None = None
         self.totals = {"converted": 0, "dead-lettered": 0, "skipped": 0}
+        self.retry: set[int] = set()  # held partitions to convert again next time
+        self.fresh: set[int] = set()  # partitions with new messages in this poll
+        self.assigned_at: float | None = None  # None until the group gave this copy its share
+        # librdkafka's own log lines (connection refused, ...) stay quiet: errors reach the
+        # bridge through error_cb and exceptions and are reported once; `log_level` in the
+        # Kafka settings turns them back on.
         common = {"bootstrap.servers": options.bootstrap_servers, "error_cb": self._error,
-                  **options.kafka}
+                  "log_level": 2, **options.kafka}
         self.admin = AdminClient({k: v for k, v in common.items()})
         self.consumer = Consumer({
             **common, "group.id": options.group_id, "enable.auto.commit": False,
             "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-            "enable.partition.eof": False})
+            "enable.partition.eof": False,
+            # A crashed copy's partitions wait this long for the group to notice (45 s by
+            # default); a stopped copy leaves at once. Overridable in the Kafka settings.
+            "session.timeout.ms": 10000, **options.kafka})
         self.producer = Producer({
             **common, "enable.idempotence": True, "linger.ms": 5,
             "transactional.id": f"flatavro-bridge.{options.group_id}.{options.instance_id}",
@@ -144,7 +153,11 @@ class Bridge:
             raise BridgeError(f"cannot start Kafka transactions at "
                               f"{self.options.bootstrap_servers}: {exc.args[0].str()} (the "
                               f"bridge needs Kafka >= 2.5 with transactions)") from exc
-        self.consumer.subscribe([source], on_revoke=self._revoked, on_lost=self._revoked)
+        self.consumer.subscribe([source], on_assign=self._assigned, on_revoke=self._revoked,
+                                on_lost=self._revoked)
+
+    def _assigned(self, _consumer: Consumer, _partitions: list[TopicPartition]) -> None:
+        self.assigned_at = self.clock()  # idle time counts from the (re)assignment
 
     def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         # Called inside consume(), between transactions: the new owner re-reads from the
@@ -152,6 +165,7 @@ class Bridge:
         for tp in partitions:
             self.queues.pop(tp.partition, None)
             self.held_since.pop(tp.partition, None)
+            self.retry.discard(tp.partition)
 
     def _ensure_topic(self, topic: str) -> int:
         if topic not in self.partitions:
@@ -200,7 +214,8 @@ class Bridge:
                     self._progress(done_since_progress / (now - last_progress))
                     last_progress, done_since_progress = now, 0
                 idle = self.options.exit_when_idle
-                if idle is not None and now - last_message >= idle and not any(
+                if idle is not None and self.assigned_at is not None and now - max(
+                        last_message, self.assigned_at) >= idle and not any(
                         self.queues.values()):
                     _log(f"idle for {idle:g} s: exiting")
                     break
@@ -208,13 +223,14 @@ class Bridge:
             self.consumer.close()  # leave the group now: the others rebalance at once
 
     async def _process(self, fresh: list[Message]) -> int:
-        dirty = set()
+        dirty, self.retry = self.retry, set()
         for message in fresh:
             self.queues.setdefault(message.partition(), []).append(message)
             dirty.add(message.partition())
+        self.fresh = {m.partition() for m in fresh}
         batch = _Batch()
         dirty |= self._expire_held(batch)
-        todo = [m for p in sorted(dirty) for m in self.queues[p]]
+        todo = [m for p in sorted(dirty) for m in self.queues.get(p, [])]
         if todo or batch.dead:
             await self._convert_into(todo, batch)
             self._commit(batch)
@@ -312,7 +328,13 @@ class Bridge:
             self.queues[partition] = held
             if not held:
                 self.held_since.pop(partition, None)
-            elif self.held_since.get(partition, (-1, 0.0))[0] != held[0].offset():
+                continue
+            if partition in self.fresh or self.held_since.get(
+                    partition, (-1, 0.0))[0] != held[0].offset():
+                # A BOOTSTRAP/DDL behind the held message may have just taught the decoder
+                # its schema: convert the partition once more (not again while unchanged).
+                self.retry.add(partition)
+            if self.held_since.get(partition, (-1, 0.0))[0] != held[0].offset():
                 self.held_since[partition] = (held[0].offset(), self.clock())
 
     # -- the transaction --------------------------------------------------------------------

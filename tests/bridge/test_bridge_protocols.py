@@ -1,0 +1,286 @@
+"""Every protocol through the bridge, crashes and scaling: two tables over the source
+partitions (inserts, updates including a key change, deletes) become exactly the messages the
+converter gives for the same input, once each — also after SIGKILLs at random moments and with
+two bridges in one group; Simple DML before its BOOTSTRAP is held, or dead-lettered."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from service.api.runtime import Runtime
+from service.api.settings import Settings
+from service.cdc.catalog import Protocol
+from service.codec.convert import ConvertInput
+from service.core.ddl import table_from_ddl
+from service.core.options import SchemaOptions
+from service.core.table import Table
+from tests.bridge.test_bridge import by_key, create_topic, read_committed
+from tests.cdc.builders import Change, canal_messages, open_protocol_message, simple_messages
+from tests.conftest import ROOT, Broker
+
+ITEMS = table_from_ddl("CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20))")
+USERS = table_from_ddl("CREATE TABLE shop.users (uid BIGINT PRIMARY KEY, email VARCHAR(64))")
+RULE = "tidb_{schema}_{table}"
+Raw = tuple[bytes | None, bytes | None]
+
+
+def table_changes(table: Table, count: int, start: int = 0) -> list[Change]:
+    """Inserts, then updates of every third row (one changes the key), then deletes."""
+    key, value = table.columns[0].name, table.columns[1].name
+    ts = 430_000_000_000_000_000 + start
+    changes: list[Change] = [("insert", {key: n, value: f"v{n}"}, None, ts + n)
+                             for n in range(start, start + count)]
+    changes += [("update", {key: n, value: f"u{n}"}, {key: n, value: f"v{n}"}, ts + count + n)
+                for n in range(start, start + count, 3)]
+    changes.append(("update", {key: start + 10_000, value: "moved"},
+                    {key: start + 1, value: f"v{start + 1}"}, ts + 3 * count))
+    changes += [("delete", None, {key: n, value: f"v{n}"}, ts + 4 * count + n)
+                for n in range(start + 2, start + count, 5)]
+    return changes
+
+
+def encoded(protocol: Protocol, table: Table, changes: list[Change]) -> list[Raw]:
+    """The messages a changefeed of `protocol` writes for the changes (Kafka key, value)."""
+    if protocol is Protocol.CANAL_JSON:
+        return [(None, m.encode()) for m in canal_messages(table, changes)]
+    if protocol is Protocol.SIMPLE:
+        return [(None, m.encode()) for m in simple_messages(table, changes)]
+    key, value = open_protocol_message(table, changes)
+    return [(base64.b64decode(key), base64.b64decode(value))]
+
+
+def source_messages(protocol: Protocol, partitions: int, per_table: int
+                    ) -> dict[int, list[Raw]]:
+    out: dict[int, list[Raw]] = defaultdict(list)
+    for partition in range(partitions):
+        for table in (ITEMS, USERS):
+            out[partition] += encoded(protocol, table,
+                                      table_changes(table, per_table, partition * 100_000))
+    return out
+
+
+def produce(broker: Broker, topic: str, by_partition: dict[int, list[Raw]]) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for partition, messages in by_partition.items():
+        for key, value in messages:
+            producer.produce(topic, key=key, value=value, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def registered(registry: Path, rule: str = RULE) -> None:
+    async def register() -> None:
+        runtime = Runtime.start(Settings(registry_db_path=str(registry), log_level="WARNING"))
+        try:
+            for table in (ITEMS, USERS):
+                await runtime.register_table(table, SchemaOptions(), rule)
+        finally:
+            await runtime.stop()
+
+    asyncio.run(register())
+
+
+def expected(protocol: Protocol, registry: Path, by_partition: dict[int, list[Raw]],
+             rule: str = RULE) -> dict[str, list[Raw]]:
+    async def convert() -> dict[str, list[Raw]]:
+        runtime = Runtime.start(Settings(registry_db_path=str(registry), log_level="WARNING"))
+        out: dict[str, list[Raw]] = defaultdict(list)
+        try:
+            for partition in sorted(by_partition):
+                done = await runtime.converter.convert_raw(protocol, ConvertInput(
+                    by_partition[partition], "raw", rule, False, SchemaOptions()),
+                    may_register=False)
+                assert not done.pending
+                for m in done.messages:
+                    out[m.schemas.topic].append((m.key, m.value))
+        finally:
+            await runtime.stop()
+        return out
+
+    return asyncio.run(convert())
+
+
+def command(protocol: Protocol, broker: Broker, source: str, registry: Path, group: str,
+            instance: str, *extra: str, rule: str = RULE) -> list[str]:
+    return [sys.executable, "-m", "service.cli.main", "bridge", "--protocol", protocol.value,
+            "--source-topic", source, "--bootstrap-servers", broker.bootstrap,
+            "--registry-file", str(registry), "--create-topics", "--group-id", group,
+            "--instance-id", instance, "--topic", rule, *extra]
+
+
+def exactly_once(broker: Broker, want: dict[str, list[Raw]]) -> None:
+    for topic, wanted in want.items():
+        got = [m for _, m in read_committed(broker, topic)]
+        assert len(got) == len(wanted), f"{topic}: {len(got)} messages, want {len(wanted)}"
+        assert by_key(got) == by_key(wanted), topic
+
+
+@pytest.mark.parametrize("protocol", list(Protocol), ids=[p.value for p in Protocol])
+def test_each_protocol_through_the_bridge(protocol: Protocol, kafka: Broker,
+                                          tmp_path: Path) -> None:
+    source, registry = f"src_{protocol.name.lower()}", tmp_path / "r.sqlite"
+    rule = f"{protocol.name.lower()}_{{schema}}_{{table}}"
+    registered(registry, rule)
+    create_topic(kafka, source)
+    messages = source_messages(protocol, 3, 20)
+    produce(kafka, source, messages)
+    done = subprocess.run(command(protocol, kafka, source, registry, "g", "one",
+                                  "--exit-when-idle", "3", rule=rule),
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    want = expected(protocol, registry, messages, rule)
+    assert len(want) == 2
+    exactly_once(kafka, want)
+
+
+def test_sigkill_at_random_moments_then_restart(kafka: Broker, tmp_path: Path) -> None:
+    seed = int(os.environ.get("FLATAVRO_KILL_SEED", random.randrange(1 << 30)))
+    print(f"seed {seed} (FLATAVRO_KILL_SEED={seed} repeats these kill moments)")
+    rng = random.Random(seed)
+    source, registry, rule = "src_kill", tmp_path / "r.sqlite", "kill_{schema}_{table}"
+    registered(registry, rule)
+    create_topic(kafka, source)
+    messages = source_messages(Protocol.CANAL_JSON, 3, 800)
+    produce(kafka, source, messages)
+    cmd = command(Protocol.CANAL_JSON, kafka, source, registry, "kill", "one", "--batch-size",
+                  "20", rule=rule)
+    total, committed = sum(len(m) for m in messages.values()), [0]
+    for attempt in range(3):
+        with (tmp_path / f"{attempt}.log").open("w") as log:
+            process = subprocess.Popen(cmd, cwd=ROOT, stderr=log)
+            deadline, written = time.monotonic() + 120, produced(kafka, "kill_shop_items")
+            while produced(kafka, "kill_shop_items") <= written:  # until this run produces
+                assert time.monotonic() < deadline and process.poll() is None
+                time.sleep(0.1)
+            time.sleep(rng.uniform(0, 1.5))
+            process.send_signal(signal.SIGKILL)
+            process.wait(30)
+        committed.append(committed_offsets(kafka, "kill"))
+    print(f"committed source offsets after each kill: {committed} of {total}")
+    assert all(0 < c < total for c in committed[1:]), "a kill missed the middle of the run"
+    done = subprocess.run([*cmd, "--exit-when-idle", "3"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    exactly_once(kafka, expected(Protocol.CANAL_JSON, registry, messages, rule))
+
+
+def produced(broker: Broker, topic: str) -> int:
+    """How many records `topic` holds, committed or not (0 before it exists)."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
+    try:
+        metadata = consumer.list_topics(topic, 10).topics[topic]
+        if metadata.error is not None:
+            return 0
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
+                   for p in metadata.partitions)
+    finally:
+        consumer.close()
+
+
+def committed_offsets(broker: Broker, group: str) -> int:
+    """The sum of the group's committed offsets (stable or not: a killed bridge's open
+    transaction holds its pending commit until the restart aborts it)."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                               require_stable=False)[group]
+    return sum(max(tp.offset, 0) for tp in future.result(30).topic_partitions)
+
+
+def test_two_bridges_split_the_partitions_and_one_takes_over(kafka: Broker,
+                                                             tmp_path: Path) -> None:
+    source, registry, rule = "src_pair", tmp_path / "r.sqlite", "pair_{schema}_{table}"
+    registered(registry, rule)
+    create_topic(kafka, source, 4)
+    messages = source_messages(Protocol.CANAL_JSON, 4, 300)
+    produce(kafka, source, messages)
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    bridges = [subprocess.Popen(
+        [*command(Protocol.CANAL_JSON, kafka, source, registry, "pair", name, "--batch-size",
+                  "20", rule=rule), *(["--exit-when-idle", "6"] if name == "b" else [])],
+        cwd=ROOT, stderr=log.open("w")) for name, log in zip("ab", logs, strict=True)]
+    time.sleep(6)
+    bridges[0].send_signal(signal.SIGTERM)  # a graceful stop: b takes its partitions over
+    assert bridges[0].wait(60) == 0, logs[0].read_text()[-3000:]
+    assert bridges[1].wait(300) == 0, logs[1].read_text()[-3000:]
+    exactly_once(kafka, expected(Protocol.CANAL_JSON, registry, messages, rule))
+
+
+def _simple_pending(table: Table) -> list[Raw]:
+    """DML whose table version has not been seen, then the BOOTSTRAP, then more DML."""
+    first = simple_messages(table, table_changes(table, 3))
+    later = simple_messages(table, table_changes(table, 3, 50))
+    return [(None, m.encode()) for m in [*first[1:], first[0], *later[1:]]]
+
+
+def test_simple_dml_before_its_bootstrap_is_held_then_converted(kafka: Broker,
+                                                                tmp_path: Path) -> None:
+    source, registry, rule = "src_simple_held", tmp_path / "r.sqlite", "held_{schema}_{table}"
+    registered(registry, rule)
+    create_topic(kafka, source, 1)
+    messages = {0: _simple_pending(ITEMS)}
+    produce(kafka, source, messages)
+    done = subprocess.run(command(Protocol.SIMPLE, kafka, source, registry, "held", "one",
+                                  "--exit-when-idle", "3", rule=rule), cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # The converter, given the BOOTSTRAP first, gives the same messages.
+    reordered = {0: [messages[0][len(table_changes(ITEMS, 3))], *messages[0]]}
+    want = expected(Protocol.SIMPLE, registry, reordered, rule)
+    assert list(want) == ["held_shop_items"]
+    exactly_once(kafka, want)
+
+
+def test_simple_dml_that_waits_too_long_is_dead_lettered(kafka: Broker,
+                                                         tmp_path: Path) -> None:
+    source, registry = "src_simple_late", tmp_path / "r.sqlite"
+    registered(registry)
+    create_topic(kafka, source, 1)
+    orphan = simple_messages(USERS, table_changes(USERS, 1))[1]  # its BOOTSTRAP never comes
+    produce(kafka, source, {0: [(None, orphan.encode())]})
+    done = subprocess.run(command(Protocol.SIMPLE, kafka, source, registry, "late", "one",
+                                  "--pending-timeout", "2", "--exit-when-idle", "1",
+                                  "--dead-letter-topic", "late_dlt"),
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    dead = read_committed(kafka, "late_dlt")
+    assert [m[1][1] for m in dead] == [orphan.encode()]
+    without = subprocess.run(command(Protocol.SIMPLE, kafka, source, registry, "late2", "one",
+                                     "--pending-timeout", "2", "--exit-when-idle", "1"),
+                             cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert without.returncode == 2
+    assert "partition 0 offset 0: its table schema did not arrive within --pending-timeout 2 s" \
+        in without.stderr
+
+
+def test_broker_down_or_unknown_topic_is_one_line_and_exit_2(kafka: Broker,
+                                                             tmp_path: Path) -> None:
+    from tests.registry.conftest import free_port
+
+    registry = tmp_path / "r.sqlite"
+    down = Broker.__new__(Broker)
+    down.bootstrap = f"127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    done = subprocess.run(command(Protocol.CANAL_JSON, down, "x", registry, "g", "one"),
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and time.monotonic() - started < 60
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        f"flatavro: error [bridge_failed]: the Kafka broker at {down.bootstrap} does not answer")
+    missing = subprocess.run(command(Protocol.CANAL_JSON, kafka, "no_such_src", registry, "g",
+                                     "one"), cwd=ROOT, capture_output=True, text=True,
+                             timeout=120, check=False)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines()[-1] == (
+        f"flatavro: error [bridge_failed]: the source topic no_such_src does not exist at "
+        f"{kafka.bootstrap}")
