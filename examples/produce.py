@@ -7,8 +7,15 @@ it goes to the topic it names, else the topic of the answer it is in, else ``--t
 producer partitions by key, so each key stays in one partition, in order (README.md,
 "Streaming into Delta", pipes ``curl .../encode`` into it).
 
+With ``--raw --topic T`` it produces TiCDC messages instead, as a changefeed would: the input
+of ``flatavro convert`` (NDJSON lines ``{"key": text|null, "value": text|null}``, or
+``/v1/convert`` bodies ``{"messages": [...]}``), each key and value as its UTF-8 bytes, to T.
+Raw messages are unkeyed, so each lands in a partition librdkafka picks at random: give T one
+partition to keep their order (README.md, "`flatavro bridge`", does).
+
 Prints ``produced N message(s) to T`` per topic; exit 2 on bad input (naming the message),
-1 when the broker does not take every message. Needs confluent-kafka (the `dev` extra).
+1 when the broker does not take every message. Needs confluent-kafka (a dependency of
+flatavro itself).
 """
 
 from __future__ import annotations
@@ -79,6 +86,27 @@ def records(text: str, default_topic: str | None) -> Iterator[Record]:
             yield topic, _frame(message, "key", where), _frame(message, "value", where)
 
 
+def raw_records(text: str, topic: str) -> Iterator[Record]:
+    """(topic, key, value) of every TiCDC message (text as UTF-8 bytes), in input order."""
+    for line, document in documents(text):
+        batch = document.get("messages", [document]) if isinstance(document, dict) else None
+        if not isinstance(batch, list):
+            raise BadInput(f"line {line}: a JSON object was expected")
+        for index, message in enumerate(batch):
+            where = f"line {line}" + (f", message {index}" if "messages" in document else "")
+            if not isinstance(message, dict) or "value" not in message:
+                raise BadInput(f'{where}: expected {{"key": text|null, "value": text|null}}')
+            parts = [message.get("key"), message["value"]]
+            for name, part in zip(("key", "value"), parts, strict=True):
+                if part is not None and not isinstance(part, str):
+                    raise BadInput(f"{where}: {name} is neither text nor null")
+            try:
+                key, value = (None if p is None else p.encode("utf-8") for p in parts)
+            except UnicodeEncodeError as exc:  # a lone surrogate (\ud800) is not UTF-8
+                raise BadInput(f"{where}: not UTF-8 text ({exc.reason})") from exc
+            yield topic, key, value
+
+
 def produce(bootstrap_servers: str, messages: Iterator[Record]) -> Counter[str]:
     """Send every message and wait for the broker to take them all; counts by topic.
 
@@ -112,14 +140,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bootstrap-servers", required=True, help="the Kafka brokers")
-    parser.add_argument("--topic", help="for messages that name no topic")
+    parser.add_argument("--topic", help="for messages that name no topic (with --raw: all)")
+    parser.add_argument("--raw", action="store_true",
+                        help="produce TiCDC messages (text) as they are, to --topic")
     parser.add_argument("file", nargs="?", default="-", metavar="FILE",
                         help="flatavro's JSON output (default '-': stdin)")
     args = parser.parse_args(argv)
+    if args.raw and not args.topic:
+        parser.error("--raw needs --topic")
     with (open(args.file, encoding="utf-8") if args.file != "-" else sys.stdin) as source:
         text = source.read()
     try:
-        messages = list(records(text, args.topic))
+        messages = list(raw_records(text, args.topic) if args.raw
+                        else records(text, args.topic))
     except BadInput as exc:
         print(f"produce: error: {exc}", file=sys.stderr)
         return 2

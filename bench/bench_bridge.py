@@ -1,0 +1,374 @@
+"""`flatavro bridge` against a transactional pass-through of the same messages, and 2 bridge
+processes in one group against 1. One run, a real broker.
+
+Method. A broker (deploy/kafka/kafka.sh) starts on free loopback ports. N Canal-JSON messages
+(default 200,000) of the 20-column benchmark table (bench_row_codec), as a TiCDC changefeed
+with ``content-compatible=true`` and the TiDB extension writes them (``mysqlType`` with type
+parameters, JDBC ``sqlType`` codes, every value a string, ENUM as its index, an UPDATE's
+``old`` holding the whole old row), are produced to a 3-partition topic by key (id % 3): 80%
+inserts of new keys, 15% updates and 5% deletes of live keys. Each measured run reads that
+topic in a fresh consumer group and writes fresh target topics; runs: (a) a pass-through in a
+child process, written here with confluent-kafka and the bridge's transactional settings
+(read_committed consumer, idempotent transactional producer with linger.ms=5, 1,000 messages
+per poll, produce + send_offsets_to_transaction + commit_transaction per batch, no
+conversion); (b) one ``flatavro bridge`` process (embedded registry file, ``--register
+--create-topics --exit-when-idle 3``); (c) two bridge processes in one group. A smaller topic
+goes through (a) and (b) first, untimed, to warm the broker.
+Timing: this process polls the group's committed offsets every 20 ms from the moment the
+children start; a run ends when they reach the source's end offsets, so the idle wait before
+``--exit-when-idle`` exits is never counted. The compared rate runs from the first committed
+batch to the end (steady state: a bridge runs for days, its ~1 s start-up -- interpreter,
+imports, registry, transactions, group join -- once); the wall rate with start-up is printed
+too. Correctness: each target topic, read with isolation.level=read_committed, must hold one
+message per row change and one tombstone per delete, else exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.bench_row_codec import rows
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTITIONS, BATCH, IDLE, WARM_UP, POLL_SECONDS = 3, 1_000, 3, 10_000, 0.02
+INSERTS, UPDATES = 0.80, 0.15  # the rest: deletes
+BASE_ROWS, UPDATED = rows(), {"note": "updated", "qty": 12}
+STATES = {"new": "1", "paid": "2", "sent": "3"}  # TiCDC writes an ENUM as its 1-based index
+# bench_row_codec.DDL as TiCDC's Canal-JSON encoder spells it (content-compatible=true):
+# mysqlType from the column's type description, sqlType the JDBC type code.
+COLUMNS = {
+    "id": ("bigint(20)", -5), "customer_id": ("bigint(20)", -5), "sku": ("varchar(64)", 12),
+    "qty": ("int(11)", 4), "price": ("decimal(12,2)", 3), "tax": ("decimal(10,4)", 3),
+    "created": ("datetime(3)", 93), "state": ("enum('new','paid','sent')", 4),
+    "note": ("text", 2005), "flags": ("tinyint(3) unsigned", -6), "weight": ("double", 8),
+    "ratio": ("float", 7), "region": ("char(2)", 1), "code": ("varchar(16)", 12),
+    "a1": ("int(11)", 4), "a2": ("int(11)", 4), "a3": ("bigint(20)", -5),
+    "a4": ("smallint(6)", 5), "b1": ("varchar(32)", 12), "b2": ("varchar(32)", 12)}
+MYSQL_TYPES = {name: spelled for name, (spelled, _) in COLUMNS.items()}
+SQL_TYPES = {name: code for name, (_, code) in COLUMNS.items()}
+FIRST_TS = 400_000_000_000_000_000
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def broker(data: Path) -> Iterator[str]:
+    port, script = free_port(), str(ROOT / "deploy" / "kafka" / "kafka.sh")
+    subprocess.run([script, "start", str(data), str(port), str(free_port())], check=True,
+                   capture_output=True, timeout=300)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([script, "stop", str(data)], check=True, timeout=120)
+
+
+# -- the source topic ----------------------------------------------------------------------
+
+def plan(count: int, seed: int = 13) -> list[tuple[str, int]]:
+    """`count` changes: inserts of new keys, updates and deletes of live keys."""
+    rng, changes, live = random.Random(seed), [], []
+    for _ in range(count):
+        draw = rng.random()
+        if draw < INSERTS or not live:
+            live.append(len(changes))
+            changes.append(("INSERT", live[-1]))
+        elif draw < INSERTS + UPDATES:
+            changes.append(("UPDATE", rng.choice(live)))
+        else:
+            at = rng.randrange(len(live))
+            live[at], live[-1] = live[-1], live[at]
+            changes.append(("DELETE", live.pop()))
+    return changes
+
+
+def canal_row(row_id: int, updated: bool) -> dict[str, str | None]:
+    """The row as Canal-JSON ``data`` holds it: every value a string, ENUM as its index."""
+    row = BASE_ROWS[row_id % len(BASE_ROWS)] | {"id": row_id} | (UPDATED if updated else {})
+    text = {name: None if value is None else str(value) for name, value in row.items()}
+    return text | {"state": STATES[str(row["state"])]}
+
+
+def canal(kind: str, row_id: int, ts: int) -> bytes:
+    """One Canal-JSON message of one row change (an UPDATE sets note and qty)."""
+    row = canal_row(row_id, kind == "UPDATE")
+    return orjson.dumps({
+        "id": 0, "database": "bench", "table": "orders", "pkNames": ["id"], "isDdl": False,
+        "type": kind, "es": ts >> 18, "ts": (ts >> 18) + 3, "sql": "", "sqlType": SQL_TYPES,
+        "mysqlType": MYSQL_TYPES, "data": [row],
+        "old": [canal_row(row_id, False)] if kind == "UPDATE" else None,
+        "_tidb": {"commitTs": ts}})
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        future.result(30)
+
+
+def produce(producer: Producer, topic: str, value: bytes | None, key: bytes | None = None,
+            **where: Any) -> None:
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value, **where)
+            return
+        except BufferError:  # the local queue is full: let deliveries drain it
+            producer.poll(0.05)
+
+
+def fill_source(bootstrap: str, topic: str, changes: list[tuple[str, int]]) -> None:
+    create_topic(bootstrap, topic)
+    failed = []
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50,
+                         "batch.size": 1_000_000, "queue.buffering.max.messages": 500_000,
+                         "on_delivery": lambda error, _m: error and failed.append(error)})
+    for n, (kind, row_id) in enumerate(changes):
+        produce(producer, topic, canal(kind, row_id, FIRST_TS + n),
+                partition=row_id % PARTITIONS)
+    if producer.flush(120) or failed:
+        sys.exit(f"{len(failed)} source message(s) of {topic} were not delivered")
+
+
+# -- the pass-through (a child process) ----------------------------------------------------
+
+def pass_through(bootstrap: str, source: str, target: str, group: str) -> None:
+    """Copy `source` to `target` (same partition) batch by batch, exactly once, with the
+    bridge's client settings and no conversion, until the parent stops this process."""
+    common = {"bootstrap.servers": bootstrap, "log_level": 2}
+    consumer = Consumer({**common, "group.id": group, "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                         "enable.partition.eof": False, "session.timeout.ms": 10000})
+    producer = Producer({**common, "enable.idempotence": True, "linger.ms": 5,
+                         "transactional.id": f"bench-pass.{group}",
+                         "partitioner": "murmur2_random"})
+    producer.init_transactions(30)
+    consumer.subscribe([source])
+    while True:
+        fresh = [m for m in consumer.consume(BATCH, 0.5) if m.error() is None]
+        if fresh:
+            commit_copy(producer, consumer, fresh, source, target)
+
+
+def commit_copy(producer: Producer, consumer: Consumer, fresh: list[Message], source: str,
+                target: str) -> None:
+    """One transaction: the batch's messages as they are, and its source offsets."""
+    producer.begin_transaction()
+    offsets: dict[int, int] = {}
+    for message in fresh:
+        produce(producer, target, message.value(), message.key(),
+                partition=message.partition())
+        offsets[message.partition()] = message.offset() + 1
+    producer.send_offsets_to_transaction(
+        [TopicPartition(source, p, o) for p, o in sorted(offsets.items())],
+        consumer.consumer_group_metadata(), 30)
+    producer.commit_transaction(60)
+
+
+# -- a measured run ------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """When the children started, first committed and committed everything (perf_counter)."""
+
+    messages: int
+    start: float
+    first: float
+    first_count: int
+    end: float
+
+    @property
+    def steady(self) -> float:
+        return (self.messages - self.first_count) / max(self.end - self.first, POLL_SECONDS)
+
+    @property
+    def wall(self) -> float:
+        return self.messages / (self.end - self.start)
+
+
+def committed_total(watcher: Consumer, source: str) -> int | None:
+    """The group's committed offsets summed; None while its coordinator is not ready."""
+    try:
+        parts = watcher.committed([TopicPartition(source, p) for p in range(PARTITIONS)], 10)
+    except KafkaException as exc:
+        if exc.args[0].code() not in (KafkaError.NOT_COORDINATOR, KafkaError._TIMED_OUT,
+                                      KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                                      KafkaError.COORDINATOR_NOT_AVAILABLE):
+            raise
+        return None
+    return sum(max(tp.offset, 0) for tp in parts)
+
+
+def watch(bootstrap: str, group: str, source: str, messages: int, start: float,
+          alive: Callable[[], bool]) -> Timing:
+    """Poll the group's committed offsets until they reach the source's end.
+
+    `alive()` is False once a child has failed."""
+    watcher = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                        "enable.auto.commit": False})
+    first, first_count, done = 0.0, 0, 0
+    try:
+        while True:
+            done, now = committed_total(watcher, source) or done, time.perf_counter()
+            if done and not first_count:
+                first, first_count = now, done
+            if done >= messages:
+                return Timing(messages, start, first, first_count, now)
+            if not alive() or now - start > 1800:
+                sys.exit(f"group {group} stopped at {done:,} of {messages:,} messages")
+            time.sleep(POLL_SECONDS)
+    finally:
+        watcher.close()
+
+
+def run_pass_through(bootstrap: str, source: str, run: str, messages: int) -> Timing:
+    create_topic(bootstrap, f"{run}_copy")
+    child = multiprocessing.get_context("spawn").Process(
+        target=pass_through, args=(bootstrap, source, f"{run}_copy", run), daemon=True)
+    start = time.perf_counter()
+    child.start()
+    try:
+        return watch(bootstrap, run, source, messages, start, child.is_alive)
+    finally:
+        child.terminate()
+        child.join(30)
+
+
+def bridge_command(bootstrap: str, source: str, run: str, registry: Path, copy: int
+                   ) -> list[str]:
+    """The ``flatavro bridge`` command line of copy `copy` in group `run`."""
+    return [str(Path(sys.executable).parent / "flatavro"), "bridge", "--protocol",
+            "canal-json", "--source-topic", source, "--bootstrap-servers", bootstrap,
+            "--group-id", run, "--instance-id", f"copy{copy}", "--registry-file",
+            str(registry), "--register", "--create-topics", "--exit-when-idle", str(IDLE),
+            "--topic", f"{run}_{{schema}}_{{table}}", "--batch-size", str(BATCH)]
+
+
+def run_bridges(bootstrap: str, source: str, run: str, messages: int, copies: int,
+                work: Path) -> Timing:
+    """`copies` bridge processes in group `run`; waits for them to exit 0 when idle."""
+    registry = work / f"{run}.sqlite"
+    logs = [(work / f"{run}-{copy}.log").open("wb") for copy in range(copies)]
+    start = time.perf_counter()
+    children = [subprocess.Popen(bridge_command(bootstrap, source, run, registry, copy),
+                                 stderr=log, env=dict(os.environ, FLATAVRO_LOG_LEVEL="WARNING"))
+                for copy, log in enumerate(logs)]
+    try:
+        timing = watch(bootstrap, run, source, messages, start,
+                       lambda: all(c.poll() in (None, 0) for c in children))
+        codes = [c.wait(60) for c in children]
+    finally:
+        for child, log in zip(children, logs, strict=True):
+            if child.poll() is None:
+                child.terminate()
+            log.close()
+    if any(codes):
+        for copy in range(copies):
+            print((work / f"{run}-{copy}.log").read_text()[-2000:], file=sys.stderr)
+        sys.exit(f"a bridge of {run} exited with {codes}")
+    return timing
+
+
+# -- results -------------------------------------------------------------------------------
+
+def read_target(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(messages, tombstones) committed in `topic`."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-reader",
+                         "isolation.level": "read_committed", "enable.partition.eof": True,
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    count = tombstones = 0
+    finished: set[int] = set()
+    while len(finished) < PARTITIONS:
+        for message in consumer.consume(10_000, 10):
+            error = message.error()
+            if error is None:
+                count += 1
+                tombstones += message.value() is None
+            elif error.code() == KafkaError._PARTITION_EOF:
+                finished.add(message.partition())
+            else:
+                sys.exit(f"reading {topic}: {error.str()}")
+    consumer.close()
+    return count, tombstones
+
+
+def check(bootstrap: str, topic: str, messages: int, deletes: int) -> bool:
+    count, tombstones = read_target(bootstrap, topic)
+    ok = count == messages and tombstones == deletes
+    print(f"  {topic}: {count:,} messages ({tombstones:,} tombstones), expected {messages:,} "
+          f"({deletes:,}): {'ok' if ok else 'WRONG'}")
+    return ok
+
+
+def report(name: str, timing: Timing) -> None:
+    steady, wall = timing.end - timing.first, timing.end - timing.start
+    print(f"{name:<28} {timing.steady:>8,.0f} msg/s steady ({steady:.1f} s from the first "
+          f"commit); {timing.wall:,.0f} msg/s wall ({wall:.1f} s, start-up to the first commit "
+          f"{timing.first - timing.start:.1f} s)")
+
+
+def measure(bootstrap: str, work: Path, count: int) -> bool:
+    warm = plan(WARM_UP)
+    fill_source(bootstrap, "warmup", warm)
+    run_pass_through(bootstrap, "warmup", "warm_pass", len(warm))
+    run_bridges(bootstrap, "warmup", "warm_bridge", len(warm), 1, work)
+    changes = plan(count)
+    kinds = {k: sum(1 for kind, _ in changes if kind == k) for k in ("INSERT", "UPDATE", "DELETE")}
+    deletes, size = kinds["DELETE"], sum(len(canal(k, i, 0)) for k, i in changes[:BATCH]) / BATCH
+    started = time.perf_counter()
+    fill_source(bootstrap, "canal", changes)
+    print(f"produced {count:,} Canal-JSON messages ({kinds['INSERT']:,} inserts, "
+          f"{kinds['UPDATE']:,} updates, {deletes:,} deletes; {size:,.0f} bytes each) over "
+          f"{PARTITIONS} partitions in {time.perf_counter() - started:.1f} s")
+    copy = run_pass_through(bootstrap, "canal", "pass", count)
+    report("transactional pass-through", copy)
+    one = run_bridges(bootstrap, "canal", "bridge1", count, 1, work)
+    report("1 bridge", one)
+    two = run_bridges(bootstrap, "canal", "bridge2", count, 2, work)
+    report("2 bridges, one group", two)
+    print(f"bridge vs transactional pass-through: {one.steady:,.0f} msg/s vs "
+          f"{copy.steady:,.0f} msg/s, ratio {one.steady / copy.steady:.2f} (target >= 0.5)")
+    print(f"2 bridges vs 1: {two.steady:,.0f} msg/s vs {one.steady:,.0f} msg/s, ratio "
+          f"{two.steady / one.steady:.2f}")
+    print("targets (read_committed):")
+    return all([check(bootstrap, "pass_copy", count, 0),
+                check(bootstrap, "bridge1_bench_orders", count, deletes),
+                check(bootstrap, "bridge2_bench_orders", count, deletes)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="flatavro-bench-bridge-"))
+    try:
+        with broker(work / "kafka") as bootstrap:
+            ok = measure(bootstrap, work, args.messages)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
