@@ -350,12 +350,17 @@ class Bridge:
     def _commit(self, batch: _Batch) -> None:
         if not batch.offsets:
             return
+        # Target topics are checked (or created) before the transaction opens: a missing one
+        # stops the bridge without leaving an open transaction that blocks read_committed
+        # readers of the other targets until it times out.
+        counts = {topic: self._ensure_topic(topic)
+                  for topic in {output.schemas.topic for output, _ in batch.outputs}}
         self.producer.begin_transaction()
         try:
             for output, source_partition in batch.outputs:
                 topic = output.schemas.topic
-                count = self._ensure_topic(topic)
-                extra = {} if output.key is not None else {"partition": source_partition % count}
+                extra = ({} if output.key is not None
+                         else {"partition": source_partition % counts[topic]})
                 self._produce(topic, output.key, output.value, **extra)
             for message, reason in batch.dead:
                 self._produce(str(self.options.dead_letter_topic), message.key(),
