@@ -3,6 +3,8 @@
 #   deploy/kafka/kafka.sh start DATA_DIR PORT CONTROLLER_PORT   formats DATA_DIR (first time),
 #       starts the broker on 127.0.0.1:PORT, waits until it answers, prints its PID
 #   deploy/kafka/kafka.sh stop DATA_DIR                         stops it cleanly (SIGTERM)
+# With KAFKA_SASL_PORT, KAFKA_SASL_USER and KAFKA_SASL_PASSWORD set, start also opens a
+# SASL_PLAINTEXT listener (PLAIN) on 127.0.0.1:KAFKA_SASL_PORT for that one user.
 # The jars come from deploy/jvm/fetch.sh kafka (fetched when missing).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +23,17 @@ start)
     "$root/deploy/jvm/fetch.sh" kafka
     sed -e "s|@PORT@|$port|g" -e "s|@CONTROLLER_PORT@|$controller|g" -e "s|@DATA_DIR@|$data|g" \
         "$here/server.properties.template" > "$data/server.properties"
+    if [[ -n "${KAFKA_SASL_PORT:-}" ]]; then
+        # An extra SASL_PLAINTEXT listener (mechanism PLAIN, one user) for authentication
+        # tests; Java properties: these lines win over the template's.
+        cat >> "$data/server.properties" <<EOF
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller,SASL_PLAINTEXT://127.0.0.1:$KAFKA_SASL_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$KAFKA_SASL_PORT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_${KAFKA_SASL_USER:?KAFKA_SASL_USER missing}="${KAFKA_SASL_PASSWORD:?KAFKA_SASL_PASSWORD missing}";
+EOF
+    fi
     classpath="$cache/kafka/*"
     java_opts=(-Xms256m -Xmx512m -Dkafka.logs.dir="$data" -Dlog4j.configuration="file:$here/log4j.properties")
     if [[ ! -f "$data/log/meta.properties" ]]; then

@@ -20,14 +20,17 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from service.bridge.errors import BridgeError, BridgeStopped
+from service.bridge.errors import BridgeError, BridgeStopped, KafkaConfigError
 from service.bridge.kafka_settings import redacted
 from service.bridge.metrics import BridgeMetrics
 from service.cdc.catalog import Protocol
 from service.codec.convert import Converted, Converter, ConvertInput, Output
 from service.codec.errors import UnconvertibleMessagesError
-from service.core.errors import InvalidInputError
+from service.core.errors import InvalidInputError, ServiceError
+from service.core.naming import parse_topic_rule
 from service.core.options import SchemaOptions
+from service.registry.errors import IncompatibleSchemaError
+from service.registry.tables import TopicBindingError
 
 __all__ = ["Bridge", "BridgeOptions", "DEAD_LETTER_HEADERS"]
 
@@ -36,7 +39,13 @@ DEAD_LETTER_HEADERS = ("flatavro.reason", "flatavro.source.topic", "flatavro.sou
 _FATAL_CODES = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
                 KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
                 KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError._SSL}
+                KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError._SSL,
+                KafkaError.UNKNOWN_TOPIC_OR_PART}
+# What the registry refuses about one table (its new schema incompatible, its topic bound to
+# another table, a schema it finds invalid): the messages of that table are unconvertible.
+# Other registry errors (unavailable, read-only, store) stop the bridge with nothing of the
+# batch committed, as the next run can convert them.
+_REFUSALS = (InvalidInputError, IncompatibleSchemaError, TopicBindingError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +67,7 @@ class BridgeOptions:
     batch_size: int = 1000
     progress_seconds: float = 5.0
     start_timeout: float = 15.0
+    broker_timeout: float = 60.0
     kafka: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -72,8 +82,47 @@ class _Batch:
     skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _reason(error: Mapping[str, Any]) -> str:
+    """A converter error without its batch position ("message 3: "): the bridge names the
+    partition and offset instead."""
+    return str(error["message"]).removeprefix(f"message {error['message_index']}: ")
+
+
 def _log(text: str) -> None:
     print(f"bridge: {text}", file=sys.stderr, flush=True)
+
+
+def _clients(options: BridgeOptions, on_error: Callable[[KafkaError], None]
+             ) -> tuple[AdminClient, Consumer, Producer]:
+    """The admin client, the read_committed consumer and the transactional producer.
+
+    Defaults first, the user's settings over them, the settings exactly-once rests on last
+    (`kafka_settings` refuses those, so nothing the user wrote is silently dropped).
+
+    Raises:
+        KafkaConfigError: librdkafka refuses a setting (unknown name, bad value, an
+            incomplete SASL/TLS set), naming it.
+    """
+    # librdkafka's own log lines (connection refused, ...) stay quiet: errors reach the
+    # bridge through error_cb and exceptions and are reported once; `log_level` in the
+    # Kafka settings turns them back on.
+    common = {"log_level": 2, **options.kafka, "bootstrap.servers": options.bootstrap_servers,
+              "error_cb": on_error}
+    consumer = {
+        # A crashed copy's partitions wait this long for the group to notice (45 s by
+        # default); a stopped copy leaves at once.
+        "session.timeout.ms": 10000, "auto.offset.reset": "earliest", **common,
+        "group.id": options.group_id, "enable.auto.commit": False,
+        "isolation.level": "read_committed", "enable.partition.eof": False}
+    producer = {
+        "linger.ms": 5, **common, "enable.idempotence": True,
+        "transactional.id": f"flatavro-bridge.{options.group_id}.{options.instance_id}",
+        "partitioner": "murmur2_random"}  # a key's partition as Java clients choose it
+    try:
+        return AdminClient(common), Consumer(consumer), Producer(producer)
+    except KafkaException as exc:
+        raise KafkaConfigError(f"Kafka client settings refused: {exc.args[0].str()} "
+                               f"(settings: {redacted(options.kafka)})") from exc
 
 
 class Bridge:
@@ -92,27 +141,17 @@ class Bridge:
         self.retry: set[int] = set()  # held partitions to convert again next time
         self.fresh: set[int] = set()  # partitions with new messages in this poll
         self.assigned_at: float | None = None  # None until the group gave this copy its share
-        # librdkafka's own log lines (connection refused, ...) stay quiet: errors reach the
-        # bridge through error_cb and exceptions and are reported once; `log_level` in the
-        # Kafka settings turns them back on.
-        common = {"bootstrap.servers": options.bootstrap_servers, "error_cb": self._error,
-                  "log_level": 2, **options.kafka}
-        self.admin = AdminClient({k: v for k, v in common.items()})
-        self.consumer = Consumer({
-            **common, "group.id": options.group_id, "enable.auto.commit": False,
-            "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-            "enable.partition.eof": False,
-            # A crashed copy's partitions wait this long for the group to notice (45 s by
-            # default); a stopped copy leaves at once. Overridable in the Kafka settings.
-            "session.timeout.ms": 10000, **options.kafka})
-        self.producer = Producer({
-            **common, "enable.idempotence": True, "linger.ms": 5,
-            "transactional.id": f"flatavro-bridge.{options.group_id}.{options.instance_id}",
-            "partitioner": "murmur2_random"})  # a key's partition as Java clients choose it
+        self.down_since: float | None = None  # all brokers unreachable since
+        self.reported: set[int] = set()  # consumer error codes already logged
+        self.admin, self.consumer, self.producer = _clients(options, self._error)
 
     def _error(self, error: KafkaError) -> None:
         if error.fatal() or error.code() in _FATAL_CODES:
             self.fatal = error
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN and self.down_since is None:
+            self.down_since = self.clock()
+            _log(f"lost the Kafka broker at {self.options.bootstrap_servers} "
+                 f"({error.str()}); retrying for {self.options.broker_timeout:g} s")
 
     def _raise_fatal(self) -> None:
         if self.fatal is not None:
@@ -122,13 +161,20 @@ class Bridge:
     # -- start-up ---------------------------------------------------------------------------
 
     def _topics(self) -> dict[str, int]:
-        try:
-            metadata = self.admin.list_topics(timeout=self.options.start_timeout)
-        except KafkaException as exc:
-            self._raise_fatal()
-            raise BridgeError(f"the Kafka broker at {self.options.bootstrap_servers} does not "
-                              f"answer within {self.options.start_timeout:g} s "
-                              f"({exc.args[0].str()})") from exc
+        deadline = time.monotonic() + self.options.start_timeout
+        while True:  # 1 s tries: an authentication failure stops at once, not at the end
+            try:
+                metadata = self.admin.list_topics(
+                    timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+                break
+            except KafkaException as exc:
+                self.admin.poll(0)  # serve error_cb: authentication, TLS, ...
+                self._raise_fatal()
+                if time.monotonic() >= deadline:
+                    raise BridgeError(
+                        f"the Kafka broker at {self.options.bootstrap_servers} does not "
+                        f"answer within {self.options.start_timeout:g} s "
+                        f"({exc.args[0].str()})") from exc
         return {name: len(t.partitions) for name, t in metadata.topics.items()
                 if t.error is None}
 
@@ -139,6 +185,7 @@ class Bridge:
             BridgeError: the broker does not answer, the source topic does not exist, or
                 transactions cannot start (naming what and where).
         """
+        parse_topic_rule(self.options.topic_rule)  # a bad rule stops before any work
         self.partitions = self._topics()
         source = self.options.source_topic
         if source not in self.partitions:
@@ -205,9 +252,11 @@ class Bridge:
             while not stop.is_set():
                 messages = self.consumer.consume(self.options.batch_size, 0.5)
                 self._raise_fatal()
-                fresh = [m for m in messages if m.error() is None]
+                fresh = self._messages(messages)
                 if fresh:
                     last_message = self.clock()
+                    self.down_since = None
+                self._check_broker()
                 done_since_progress += await self._process(fresh)
                 now = self.clock()
                 if now - last_progress >= self.options.progress_seconds:
@@ -221,6 +270,39 @@ class Bridge:
                     break
         finally:
             self.consumer.close()  # leave the group now: the others rebalance at once
+
+    def _messages(self, consumed: list[Message]) -> list[Message]:
+        """The messages without errors; a fatal consumer error stops the bridge, another is
+        logged once per kind (librdkafka retries it)."""
+        fresh = []
+        for message in consumed:
+            error = message.error()
+            if error is None:
+                fresh.append(message)
+            elif error.fatal() or error.code() in _FATAL_CODES:
+                self.fatal = error
+                raise BridgeError(f"Kafka: {error.str()} (topic {message.topic()}, partition "
+                                  f"{message.partition()})")
+            elif error.code() not in self.reported:
+                self.reported.add(error.code())
+                _log(f"consumer: {error.str()} (retrying)")
+        return fresh
+
+    def _check_broker(self) -> None:
+        """Stop when every broker has been unreachable for ``broker_timeout`` (one probe
+        first: librdkafka says when brokers go, not when they come back)."""
+        if self.down_since is None or (
+                self.clock() - self.down_since < self.options.broker_timeout):
+            return
+        try:
+            self.admin.list_topics(timeout=5)
+        except KafkaException as exc:
+            raise BridgeError(
+                f"lost the Kafka broker at {self.options.bootstrap_servers}: no answer for "
+                f"{self.options.broker_timeout:g} s ({exc.args[0].str()}); everything "
+                f"converted so far is committed, restart the bridge to resume") from exc
+        _log(f"the Kafka broker at {self.options.bootstrap_servers} answers again")
+        self.down_since = None
 
     async def _process(self, fresh: list[Message]) -> int:
         dirty, self.retry = self.retry, set()
@@ -262,26 +344,52 @@ class Bridge:
         while True:
             keep = [i for i in range(len(todo)) if i not in bad]
             try:
-                converted = await self.converter.convert_raw(
-                    self.options.protocol, ConvertInput(
-                        [(todo[i].key(), todo[i].value()) for i in keep], "raw",
-                        self.options.topic_rule, self.options.register,
-                        self.options.schema_options), may_register=True)
+                converted = await self._convert([todo[i] for i in keep])
                 break
-            except InvalidInputError as exc:
-                if not isinstance(exc, UnconvertibleMessagesError):  # e.g. a refused schema
-                    first = todo[0]
-                    raise BridgeStopped(
-                        f"the batch from partition {first.partition()} offset "
-                        f"{first.offset()} cannot be converted: {exc}; nothing of it is "
-                        f"committed") from exc
+            except UnconvertibleMessagesError as exc:
                 for error in exc.errors:
-                    reason = str(error["message"])
                     for index in [error["message_index"], *error.get("affected_messages", ())]:
-                        bad.setdefault(keep[index], reason)
-                if self.options.dead_letter_topic is None:
-                    await self._stop_at(todo, bad, batch)
+                        bad.setdefault(keep[index], _reason(error))
+            except _REFUSALS as exc:  # one table's schema refused: find its messages
+                found = await self._refused([todo[i] for i in keep])
+                if not found:
+                    raise self._whole_batch(todo, exc) from exc
+                bad.update({keep[i]: reason for i, reason in found.items()})
+            if self.options.dead_letter_topic is None:
+                await self._stop_at(todo, bad, batch)
         self._apply(todo, keep, bad, converted, batch)
+
+    async def _convert(self, messages: list[Message]) -> Converted:
+        """Convert messages in order; an error of the registry itself (unavailable,
+        read-only, its store) stops the bridge with nothing of the batch committed."""
+        try:
+            return await self.converter.convert_raw(
+                self.options.protocol, ConvertInput(
+                    [(m.key(), m.value()) for m in messages], "raw", self.options.topic_rule,
+                    self.options.register, self.options.schema_options), may_register=True)
+        except (UnconvertibleMessagesError, *_REFUSALS):
+            raise
+        except ServiceError as exc:
+            raise self._whole_batch(messages, exc) from exc
+
+    async def _refused(self, messages: list[Message]) -> dict[int, str]:
+        """Which messages the registry refuses, found by converting them one by one in
+        order (only after a refusal; what converts is registered as it would be anyway)."""
+        found: dict[int, str] = {}
+        for index, message in enumerate(messages):
+            try:
+                await self._convert([message])
+            except UnconvertibleMessagesError as exc:
+                found[index] = _reason(exc.errors[0])
+            except _REFUSALS as exc:
+                found[index] = f"the schema registry refused its table's schema: {exc}"
+        return found
+
+    def _whole_batch(self, messages: list[Message], exc: Exception) -> BridgeError:
+        first = messages[0]
+        return BridgeError(f"the batch from partition {first.partition()} offset "
+                           f"{first.offset()} cannot be converted: {exc}; nothing of it is "
+                           f"committed, restart the bridge to resume")
 
     async def _stop_at(self, todo: list[Message], bad: dict[int, str], batch: _Batch) -> None:
         """Commit every partition's messages before its first bad one, then stop."""
@@ -346,6 +454,7 @@ class Bridge:
                 return
             except BufferError:  # the local queue is full: let deliveries drain it
                 self.producer.poll(0.05)
+                self._check_broker()
 
     def _commit(self, batch: _Batch) -> None:
         if not batch.offsets:
@@ -369,9 +478,12 @@ class Bridge:
                                   str(message.offset())), strict=True)))
             offsets = [TopicPartition(self.options.source_topic, p, o)
                        for p, o in sorted(batch.offsets.items())]
+            # Bounded by --broker-timeout: a broker lost mid-transaction stops the bridge
+            # then (the transaction is aborted, or times out on the broker, unseen).
+            wait = self.options.broker_timeout
             self.producer.send_offsets_to_transaction(
-                offsets, self.consumer.consumer_group_metadata(), 30)
-            self.producer.commit_transaction(60)
+                offsets, self.consumer.consumer_group_metadata(), wait)
+            self.producer.commit_transaction(wait)
         except KafkaException as exc:
             self._abort(exc)
         self.totals["converted"] += len(batch.outputs)
@@ -386,7 +498,7 @@ class Bridge:
     def _abort(self, exc: KafkaException) -> None:
         self.metrics.aborts.inc()
         try:
-            self.producer.abort_transaction(30)
+            self.producer.abort_transaction(min(30.0, self.options.broker_timeout))
         except KafkaException:
             pass  # the broker is gone: the transaction times out on its side, unseen
         self._raise_fatal()

@@ -14,8 +14,11 @@ ENV_PREFIX = "FLATAVRO_KAFKA_"
 _SECRET_WORDS = ("password", "secret", "token", "key.pem", "keystore.key", ".jaas.config",
                  "oauthbearer.config")
 # Set by the bridge itself: a user value would break exactly-once.
+# The partitioner is fixed so that a key lands where Java clients (and an avro changefeed
+# through them) put it.
 _RESERVED = frozenset({"enable.auto.commit", "isolation.level", "transactional.id",
-                       "group.id", "enable.idempotence", "bootstrap.servers"})
+                       "group.id", "enable.idempotence", "bootstrap.servers", "partitioner",
+                       "enable.partition.eof"})
 
 
 def _from_environment(environ: Mapping[str, str]) -> dict[str, str]:

@@ -41,6 +41,16 @@ def _positive(text: str) -> float:
     return value
 
 
+def _batch_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1_000_000:  # librdkafka's consume() takes 1..1,000,000
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 1000000")
+    return value
+
+
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the ``bridge`` command to the top-level parser."""
     cmd = commands.add_parser("bridge", help="TiCDC topic -> flat-avro topics, continuously "
@@ -71,8 +81,11 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
                      help="serve Prometheus metrics on this port")
     cmd.add_argument("--kafka-config", metavar="FILE",
                      help="extra librdkafka settings, key=value lines")
-    cmd.add_argument("--batch-size", type=int, default=1000, metavar="N",
-                     help="messages per poll batch and transaction (default 1000)")
+    cmd.add_argument("--batch-size", type=_batch_size, default=1000, metavar="N",
+                     help="messages per poll batch and transaction, 1..1000000 (default 1000)")
+    cmd.add_argument("--broker-timeout", type=_positive, default=60.0, metavar="SECONDS",
+                     help="stop (exit 2) when no broker has answered for this long "
+                          "(default 60); a transaction in flight is aborted, unseen")
     add_registry_options(cmd)
     add_schema_options(cmd)
     cmd.set_defaults(handler=_bridge)
@@ -90,7 +103,8 @@ async def _run(settings: Settings, args: argparse.Namespace, stop: threading.Eve
         register=args.register, schema_options=schema_options(args),
         dead_letter_topic=args.dead_letter_topic, create_topics=args.create_topics,
         pending_timeout=args.pending_timeout, exit_when_idle=args.exit_when_idle,
-        batch_size=args.batch_size, kafka=kafka_settings(os.environ, args.kafka_config))
+        batch_size=args.batch_size, broker_timeout=args.broker_timeout,
+        kafka=kafka_settings(os.environ, args.kafka_config))
     runtime = Runtime.start(settings)
     try:
         bridge = Bridge(options, runtime.converter)
