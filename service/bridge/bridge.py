@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +145,9 @@ class Bridge:
         self.down_since: float | None = None  # all brokers unreachable since
         self.reported: set[int] = set()  # consumer error codes already logged
         self.admin, self.consumer, self.producer = _clients(options, self._error)
+        # The commit of one batch waits on the broker while the next batch is converted.
+        self.committer = ThreadPoolExecutor(1, thread_name_prefix="flatavro-commit")
+        self.in_flight: tuple[Future[None], _Batch] | None = None
 
     def _error(self, error: KafkaError) -> None:
         if error.fatal() or error.code() in _FATAL_CODES:
@@ -207,8 +211,10 @@ class Bridge:
         self.assigned_at = self.clock()  # idle time counts from the (re)assignment
 
     def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        # Called inside consume(), between transactions: the new owner re-reads from the
-        # committed offsets, so what was queued here is dropped, not lost.
+        # Called inside consume(): the commit in flight ends first (its offsets belong to
+        # this generation), then the new owner re-reads from the committed offsets, so what
+        # was queued here is dropped, not lost.
+        self._finish()
         for tp in partitions:
             self.queues.pop(tp.partition, None)
             self.held_since.pop(tp.partition, None)
@@ -258,6 +264,8 @@ class Bridge:
                     self.down_since = None
                 self._check_broker()
                 done_since_progress += await self._process(fresh)
+                if not fresh or (self.in_flight and self.in_flight[0].done()):
+                    self._finish()  # nothing to overlap with: count the batch now
                 now = self.clock()
                 if now - last_progress >= self.options.progress_seconds:
                     self._progress(done_since_progress / (now - last_progress))
@@ -268,8 +276,13 @@ class Bridge:
                         self.queues.values()):
                     _log(f"idle for {idle:g} s: exiting")
                     break
+            self._finish()
+        except BridgeStopped:
+            self._finish()  # "everything before it is committed" must be true
+            raise
         finally:
             self.consumer.close()  # leave the group now: the others rebalance at once
+            self.committer.shutdown()
 
     def _messages(self, consumed: list[Message]) -> list[Message]:
         """The messages without errors; a fatal consumer error stops the bridge, another is
@@ -400,6 +413,7 @@ class Bridge:
                   if i < first.get(m.partition(), len(todo))]
         await self._convert_into(before, batch)
         self._commit(batch)
+        self._finish()
         index = min(first.values(), key=lambda i: (todo[i].partition(), todo[i].offset()))
         message = todo[index]
         others = f" ({len(bad) - 1} more in this batch)" if len(bad) > 1 else ""
@@ -464,6 +478,7 @@ class Bridge:
         # readers of the other targets until it times out.
         counts = {topic: self._ensure_topic(topic)
                   for topic in {output.schemas.topic for output, _ in batch.outputs}}
+        self._finish()
         self.producer.begin_transaction()
         try:
             for output, source_partition in batch.outputs:
@@ -483,7 +498,18 @@ class Bridge:
             wait = self.options.broker_timeout
             self.producer.send_offsets_to_transaction(
                 offsets, self.consumer.consumer_group_metadata(), wait)
-            self.producer.commit_transaction(wait)
+        except KafkaException as exc:
+            self._abort(exc)
+        self.in_flight = (self.committer.submit(self.producer.commit_transaction, wait), batch)
+
+    def _finish(self) -> None:
+        """Wait for the transaction in flight; count its batch once it is committed."""
+        if self.in_flight is None:
+            return
+        future, batch = self.in_flight
+        self.in_flight = None
+        try:
+            future.result()
         except KafkaException as exc:
             self._abort(exc)
         self.totals["converted"] += len(batch.outputs)
