@@ -10,10 +10,12 @@ milliseconds, logical part 0).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from service.cdc.canal_json.columns import column_type, derive_definition
 from service.cdc.canal_json.values import typed_value
+from service.cdc.definition import TableDefinition
 from service.cdc.errors import MessageFormatError, json_object_value
 from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, SourceMessage
 from service.core.table import ColumnType
@@ -109,7 +111,7 @@ def _rows(index: int, kind: EventKind, document: dict[str, Any], commit_ts: int
         raise MessageFormatError("`pkNames` must be a list of column names", field="pkNames")
     events = []
     for position, row in enumerate(data):
-        types, missing = _types(row, mysql_types, sql_types)
+        types, definition = _shape(schema, table, row, mysql_types, sql_types, pk_names)
         after = _typed(row, types, f"data/{position}")
         if kind is EventKind.DELETE:
             events.append(ChangeEvent(kind, schema, table, commit_ts, index, old_row=after))
@@ -117,7 +119,6 @@ def _rows(index: int, kind: EventKind, document: dict[str, Any], commit_ts: int
         before = None
         if kind is EventKind.UPDATE:
             before = _old_row(old[position], after, types, position)
-        definition = derive_definition(schema, table, types, missing, pk_names)
         events.append(ChangeEvent(kind, schema, table, commit_ts, index, row=after,
                                   old_row=before, definition=definition))
     return events
@@ -139,6 +140,32 @@ def _mapping(document: dict[str, Any], field: str) -> dict[str, Any]:
     return value
 
 
+def _shape(schema: str, table: str, row: dict[str, Any], mysql_types: dict[str, Any],
+           sql_types: Any, pk_names: list[str]
+           ) -> tuple[dict[str, ColumnType], TableDefinition]:
+    """The row's column types and the table definition they imply. A table's messages repeat
+    the same columns, types and key, so these are derived once per distinct shape (the
+    result is shared: never modified)."""
+    try:
+        return _cached_shape(schema, table, tuple(row), tuple(mysql_types.items()), tuple(
+            sql_types.items()) if isinstance(sql_types, dict) else None, tuple(pk_names))
+    except TypeError:  # an unhashable type entry: not cached (and refused below)
+        return _derive_shape(schema, table, tuple(row), tuple(mysql_types.items()),
+                             sql_types, tuple(pk_names))
+
+
+def _derive_shape(schema: str, table: str, columns: tuple[str, ...],
+                  mysql_types: tuple[tuple[str, Any], ...], sql_types: Any,
+                  pk_names: tuple[str, ...]) -> tuple[dict[str, ColumnType], TableDefinition]:
+    if isinstance(sql_types, tuple):
+        sql_types = dict(sql_types)
+    types, missing = _types(dict.fromkeys(columns), dict(mysql_types), sql_types)
+    return types, derive_definition(schema, table, types, missing, list(pk_names))
+
+
+_cached_shape = functools.lru_cache(maxsize=1024)(_derive_shape)
+
+
 def _types(row: dict[str, Any], mysql_types: dict[str, Any], sql_types: Any
            ) -> tuple[dict[str, ColumnType], dict[str, str]]:
     types: dict[str, ColumnType] = {}
@@ -152,7 +179,7 @@ def _types(row: dict[str, Any], mysql_types: dict[str, Any], sql_types: Any
 
 
 def _typed(row: dict[str, Any], types: dict[str, ColumnType], where: str) -> dict[str, Any]:
-    return {column: typed_value(column, types[column], value, f"{where}/{column}")
+    return {column: typed_value(column, types[column], value, where)
             for column, value in row.items()}
 
 

@@ -56,8 +56,9 @@ _PARSERS: dict[TypeFamily, Callable[[str], Any]] = {
 }
 
 
-def typed_value(column: str, column_type: ColumnType, value: Any, field: str) -> Any:
-    """The typed value of one ``data``/``old`` entry.
+def typed_value(column: str, column_type: ColumnType, value: Any, where: str) -> Any:
+    """The typed value of one ``data``/``old`` entry (`where` + ``/column`` names it in
+    errors, e.g. ``data/0/price``).
 
     Raises:
         MessageFormatError: not a string (or null), or not a value of the column's type.
@@ -67,8 +68,8 @@ def typed_value(column: str, column_type: ColumnType, value: Any, field: str) ->
     if not isinstance(value, str):
         raise MessageFormatError(
             f"column `{column}`: Canal-JSON values are strings, got {type(value).__name__}",
-            column=column, field=field)
-    parse = _PARSERS.get(column_type.family)
+            column=column, field=f"{where}/{column}")
+    parse = _parser(column_type)
     if parse is None:
         return value
     try:
@@ -77,4 +78,20 @@ def typed_value(column: str, column_type: ColumnType, value: Any, field: str) ->
         raise MessageFormatError(
             f"column `{column}`: {value[:40]!r} is not a valid "
             f"{column_type.base.value.upper()} value ({exc})", column=column,
-            field=field) from exc
+            field=f"{where}/{column}") from exc
+
+
+# A table's column types are shared objects (columns.column_type caches them), so the parser
+# is looked up by identity: cheaper per value than the type's family. An entry holds its
+# type, so an id in the table is never a freed object's.
+_BY_TYPE: dict[int, tuple[ColumnType, Callable[[str], Any] | None]] = {}
+
+
+def _parser(column_type: ColumnType) -> Callable[[str], Any] | None:
+    entry = _BY_TYPE.get(id(column_type))
+    if entry is None or entry[0] is not column_type:
+        if len(_BY_TYPE) >= 4096:
+            _BY_TYPE.clear()
+        entry = (column_type, _PARSERS.get(column_type.family))
+        _BY_TYPE[id(column_type)] = entry
+    return entry[1]
