@@ -30,13 +30,11 @@ import multiprocessing
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.bench_row_codec import rows
+from bench.kafka_broker import broker
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS, BATCH, IDLE, WARM_UP, POLL_SECONDS = 3, 1_000, 3, 10_000, 0.02
@@ -65,23 +64,6 @@ COLUMNS = {
 MYSQL_TYPES = {name: spelled for name, (spelled, _) in COLUMNS.items()}
 SQL_TYPES = {name: code for name, (_, code) in COLUMNS.items()}
 FIRST_TS = 400_000_000_000_000_000
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def broker(data: Path) -> Iterator[str]:
-    port, script = free_port(), str(ROOT / "deploy" / "kafka" / "kafka.sh")
-    subprocess.run([script, "start", str(data), str(port), str(free_port())], check=True,
-                   capture_output=True, timeout=300)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        subprocess.run([script, "stop", str(data)], check=True, timeout=120)
 
 
 # -- the source topic ----------------------------------------------------------------------

@@ -26,7 +26,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
 
 from bench.bench_row_codec import DDL, rows
+from bench.kafka_broker import broker, free_port
 from service.core.framing import frame
 from service.core.record_codec import RecordCodec
 from spark_jobs import bulk_read
@@ -59,23 +59,6 @@ PARTITIONS, WARM_UP, INSERTS, UPDATES = 3, 20_000, 0.80, 0.15  # the rest: delet
 LATENCY_CHANGES, LATENCY_RATE, POLL_SECONDS = 200, 20.0, 0.05
 BASE_ROWS, UPDATED = rows(), {"note": "updated", "qty": 12}
 MERGE_METRICS = ("executionTimeMs", "materializeSourceTimeMs", "scanTimeMs", "rewriteTimeMs")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def broker(data: Path) -> Iterator[str]:
-    port, script = free_port(), str(ROOT / "deploy" / "kafka" / "kafka.sh")
-    subprocess.run([script, "start", str(data), str(port), str(free_port())], check=True,
-                   capture_output=True, timeout=300)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        subprocess.run([script, "stop", str(data)], check=True, timeout=120)
 
 
 @contextmanager

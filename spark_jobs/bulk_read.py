@@ -16,9 +16,9 @@ from pyspark.sql import functions as F
 
 from spark_jobs import sources
 from spark_jobs.config import JobConfig, Mode, parse_args
-from spark_jobs.errors import JobError, one_line
+from spark_jobs.errors import JobError
 from spark_jobs.schemas import TopicSchemas, resolve_schemas
-from spark_jobs.session import build_session
+from spark_jobs.session import run_job
 from spark_jobs.transforms import (
     BAD_FRAME,
     dead_letters,
@@ -85,19 +85,7 @@ def _typed(decoded: DataFrame, schemas: TopicSchemas, config: JobConfig) -> Data
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse argv, run on a fresh session, report errors in one line (exit 2)."""
     config = parse_args(argv)
-    try:
-        spark = build_session("flatavro-bulk-read", config.master)
-        try:
-            run(spark, config)
-        finally:
-            spark.stop()
-    except JobError as exc:
-        print(f"bulk_read: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a Spark/JVM failure: its first line, not a Java trace
-        print(f"bulk_read: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    return 0
+    return run_job("bulk_read", config.master, lambda spark: run(spark, config))
 
 
 if __name__ == "__main__":

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_jobs.errors import JobError
+from spark_jobs.errors import JobError, one_line
 
-__all__ = ["jar_paths", "build_session"]
+__all__ = ["jar_paths", "build_session", "run_job"]
 
 _ROOT = Path(__file__).resolve().parents[1]
 _REQUIRED = ("spark-avro_2.13", "spark-sql-kafka-0-10_2.13", "delta-spark_2.13")
@@ -51,3 +52,22 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
     elif master:
         builder = builder.master(master)
     return builder.getOrCreate()
+
+
+def run_job(name: str, master: str | None, work: Callable[[SparkSession], None]) -> int:
+    """Run `work` on a fresh session named ``flatavro-<name>`` and stop the session; an error
+    is one line ``<name>: error: ...`` on stderr and exit code 2, a Spark/JVM failure its
+    first line, not a Java trace."""
+    try:
+        spark = build_session(f"flatavro-{name.replace('_', '-')}", master)
+        try:
+            work(spark)
+        finally:
+            spark.stop()
+    except JobError as exc:
+        print(f"{name}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a Spark/JVM failure
+        print(f"{name}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0

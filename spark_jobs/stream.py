@@ -31,7 +31,7 @@ from spark_jobs import sources
 from spark_jobs.config import Mode, StreamConfig, parse_stream_args
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.schemas import TopicSchemas, resolve_schemas
-from spark_jobs.session import build_session
+from spark_jobs.session import run_job
 from spark_jobs.transforms import (
     dead_letters,
     decode,
@@ -307,19 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    try:
-        spark = build_session("flatavro-stream", config.master)
-        try:
-            run(spark, config, stop)
-        finally:
-            spark.stop()
-    except JobError as exc:
-        print(f"stream: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a Spark/JVM failure: its first line, not a Java trace
-        print(f"stream: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    return 0
+    return run_job("stream", config.master, lambda spark: run(spark, config, stop))
 
 
 if __name__ == "__main__":

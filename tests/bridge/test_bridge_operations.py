@@ -58,13 +58,21 @@ def sasl_env(password: str) -> dict[str, str]:
             "FLATAVRO_KAFKA_SASL_PASSWORD": password}
 
 
+def canal_source(broker: Broker, name: str, registry: Path, per_table: int
+                 ) -> dict[int, list[tuple[bytes | None, bytes | None]]]:
+    """Topic `src_<name>` (3 partitions) with Canal-JSON changes of two tables registered
+    under the rule `<name>_{schema}_{table}`; returns the messages by partition."""
+    registered(registry, f"{name}_{{schema}}_{{table}}")
+    create_topic(broker, f"src_{name}")
+    messages = source_messages(Protocol.CANAL_JSON, 3, per_table)
+    produce(broker, f"src_{name}", messages)
+    return messages
+
+
 def test_the_bridge_authenticates_with_sasl_and_a_wrong_password_stops_it(
         own_broker: Broker, tmp_path: Path) -> None:
     source, registry, rule = "src_sasl", tmp_path / "r.sqlite", "sasl_{schema}_{table}"
-    registered(registry, rule)
-    create_topic(own_broker, source)
-    messages = source_messages(Protocol.CANAL_JSON, 3, 10)
-    produce(own_broker, source, messages)
+    messages = canal_source(own_broker, "sasl", registry, 10)
     through_sasl: Any = SimpleNamespace(bootstrap=own_broker.sasl_bootstrap)
     cmd = command(Protocol.CANAL_JSON, through_sasl, source, registry, "sasl", "one",
                   "--exit-when-idle", "3", rule=rule)
@@ -86,10 +94,7 @@ def test_the_bridge_authenticates_with_sasl_and_a_wrong_password_stops_it(
 def test_a_broker_lost_mid_run_stops_the_bridge_and_a_restart_doubles_nothing(
         own_broker: Broker, tmp_path: Path) -> None:
     source, registry, rule = "src_lost", tmp_path / "r.sqlite", "lost_{schema}_{table}"
-    registered(registry, rule)
-    create_topic(own_broker, source)
-    messages = source_messages(Protocol.CANAL_JSON, 3, 600)
-    produce(own_broker, source, messages)
+    messages = canal_source(own_broker, "lost", registry, 600)
     cmd = command(Protocol.CANAL_JSON, own_broker, source, registry, "lost", "one",
                   "--batch-size", "20", "--broker-timeout", "8", rule=rule)
     log = tmp_path / "bridge.log"
@@ -186,7 +191,7 @@ def test_prometheus_metrics_count_what_the_bridge_did(kafka: Broker, tmp_path: P
     registered(registry, rule)
     create_topic(kafka, source)
     messages = source_messages(Protocol.CANAL_JSON, 3, 20)
-    messages[2].append((None, b"{not json"))
+    messages[2].append((None, b"{not json"))  # one to dead-letter
     produce(kafka, source, messages)
     total = sum(len(m) for m in messages.values())
     port = free_port()
