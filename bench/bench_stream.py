@@ -97,7 +97,7 @@ class Topic:
         latest = [httpx.get(f"{url}/v1/subjects/{name}-{part}/versions/latest",
                             timeout=30).json() for part in ("key", "value")]
         self.key_id, self.value_id = (v["id"] for v in latest)
-        key, value = (json.loads(v["schema"]) for v in latest)
+        key, value = (json.loads(v["schema_text"]) for v in latest)
         self.key_codec, self.value_codec = RecordCodec(key, allow_extra=True), RecordCodec(value)
         self.columns = [f["name"] for f in value["fields"]]
 

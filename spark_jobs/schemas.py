@@ -104,8 +104,14 @@ def _subject(http: httpx.Client, subject: str, *, required: bool) -> SubjectSche
         found = _get(http, f"/subjects/{subject}/versions/{version}")
         if found is None:
             continue  # deleted between the two calls
-        by_id[int(found["id"])] = found["schema"]
+        by_id[int(found["id"])] = _schema_text(found)
         latest = found
     if not latest:
         raise JobError(f"subject {subject} has no live version at {http.base_url}")
-    return SubjectSchemas(subject, latest["schema"], int(latest["id"]), by_id)
+    return SubjectSchemas(subject, _schema_text(latest), int(latest["id"]), by_id)
+
+
+def _schema_text(found: dict[str, Any]) -> str:
+    """The registered schema string: the service's ``schema_text`` (its ``schema`` is the
+    parsed object), a Confluent registry's ``schema``."""
+    return str(found["schema_text"] if "schema_text" in found else found["schema"])

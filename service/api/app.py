@@ -20,7 +20,7 @@ from service.api.auth import RegistryGuard
 from service.api.docs import install_docs
 from service.api.hints import hint_of
 from service.api.middleware import BodyLimit, RequestContext
-from service.api.routers import codec, convert, ops, schemas, subjects
+from service.api.routers import codec, convert, ops, registry_config, schemas, subjects
 from service.api.runtime import Runtime
 from service.api.settings import Settings
 from service.api.spec import AuthDoc
@@ -75,7 +75,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="flatavro", version="0.1.0", description=DESCRIPTION,
                   lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_tags=None, separate_input_output_schemas=False)
-    for router in (schemas.router, codec.router, convert.router, subjects.router, ops.router):
+    for router in (schemas.router, codec.router, convert.router, subjects.router,
+                   registry_config.router, ops.router):
         app.include_router(router)
     problems.install(app, retry_after=settings.retry_after_seconds, on_error=_count_error)
     install_docs(app, AuthDoc(keys=bool(settings.api_keys),

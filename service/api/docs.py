@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
-from service.api import models
+from service.api import admin_models, models
 from service.api.spec import (
     AuthDoc,
     document_body_answers,
@@ -61,11 +61,21 @@ def install_docs(app: FastAPI, auth: AuthDoc) -> None:
     app.add_api_route("/docs", docs_page, include_in_schema=False)
 
 
+def _restore_null_examples(components: dict[str, Any]) -> None:
+    """FastAPI's document encoder drops every null member, the models' examples' too; put
+    those back (`"configured": null` is what an inherited level looks like)."""
+    for name, schema in components.items():
+        model = getattr(admin_models, name, None) or getattr(models, name, None)
+        if "examples" in schema and isinstance(model, type) and issubclass(model, BaseModel):
+            schema["examples"] = model.model_json_schema()["examples"]
+
+
 def _document(app: FastAPI, auth: AuthDoc) -> dict[str, Any]:
     spec = get_openapi(title=app.title, version=app.version, description=app.description,
                        routes=app.routes, tags=TAGS)
     components = spec.setdefault("components", {}).setdefault("schemas", {})
     components["Problem"] = models.Problem.model_json_schema()
+    _restore_null_examples(components)
     for path in spec["paths"].values():
         for operation in path.values():
             for name in operation.pop("x-documented-models", []):

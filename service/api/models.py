@@ -9,6 +9,7 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from service.core.ddl import table_from_ddl
@@ -121,10 +122,25 @@ class RegisteredOut(BaseModel):
     version: int = Field(examples=[1])
 
 
-class RegisteredSchemaOut(RegisteredOut):
-    """A registered schema with its text."""
+AvroJson = dict[str, Any] | list[Any] | str | None
+"""An Avro schema as JSON: an object (a record), a list (a union) or a string (a primitive)."""
 
-    schema_: str = Field(alias="schema", serialization_alias="schema")
+
+class RegisteredSchemaOut(RegisteredOut):
+    """A registered schema: as JSON, and as the registry's exact string."""
+
+    schema_: AvroJson = Field(
+        alias="schema", serialization_alias="schema",
+        description="The schema as JSON (null when the registry's text is not JSON: a "
+                    "Protobuf schema of a remote registry)",
+        examples=[{"type": "record", "name": "orders", "namespace": "default.shop",
+                   "fields": [{"name": "id", "type": {
+                       "type": "long", "connect.parameters": {"tidb_type": "BIGINT"}}}]}])
+    schema_text: str = Field(
+        description="The registry's exact string (what Confluent clients compare)",
+        examples=['{"type":"record","name":"orders","namespace":"default.shop","fields":['
+                  '{"name":"id","type":{"type":"long","connect.parameters":'
+                  '{"tidb_type":"BIGINT"}}}]}'])
 
 
 class TableRegistrationOut(BaseModel):
@@ -232,10 +248,15 @@ class CompatibilityIn(BaseModel):
 
 
 class CompatibilityOut(BaseModel):
-    """A subject's effective compatibility level."""
+    """A subject's (or with `subject` null, the registry's) compatibility level: the one in
+    effect, and the one configured there."""
 
-    subject: str | None
-    compatibility: str = Field(examples=["BACKWARD"])
+    subject: str | None = Field(examples=["tidb_shop_orders-value"])
+    compatibility: str = Field(description="The level in effect", examples=["BACKWARD"])
+    configured: str | None = Field(
+        description="The level set on the subject (on the registry for the global level); "
+                    "null: none is set, so the global level (the default BACKWARD) applies",
+        examples=[None])
 
 
 class DeletedOut(BaseModel):
@@ -334,6 +355,15 @@ def registration_out(done: TableRegistration) -> TableRegistrationOut:
     return TableRegistrationOut(topic=done.topic, key=coords(done.key), value=value)
 
 
+def schema_json(text: str) -> AvroJson:
+    """A registry's schema text as JSON, or None when it is not JSON (a Protobuf schema)."""
+    try:
+        return orjson.loads(text)  # type: ignore[no-any-return]
+    except orjson.JSONDecodeError:  # the text stays available as it is (`schema_text`)
+        return None
+
+
 def registered_schema_out(r: RegisteredSchema) -> RegisteredSchemaOut:
     """The response model of one registered schema."""
-    return RegisteredSchemaOut(subject=r.subject, id=r.id, version=r.version, schema=r.schema)
+    return RegisteredSchemaOut(subject=r.subject, id=r.id, version=r.version,
+                               schema=schema_json(r.schema), schema_text=r.schema)

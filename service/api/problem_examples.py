@@ -117,6 +117,13 @@ EXAMPLES: list[tuple[str, ServiceError]] = [
     (f"{_SUBJECT}/versions/1", reg.VersionNotSoftDeletedError(
         f"Subject '{_VALUE}' Version 1 was not deleted first before being permanently "
         "deleted", subject=_VALUE)),
+    (f"{_SUBJECT}/compatibility", reg.SubjectConfigNotFoundError(
+        f"Subject '{_VALUE}' does not have subject-level compatibility configured",
+        subject=_VALUE)),
+    (f"{_SUBJECT}/mode", reg.SubjectModeNotFoundError(
+        f"Subject '{_VALUE}' does not have subject-level mode configured", subject=_VALUE)),
+    ("/v1/mode", reg.OperationNotPermittedError(
+        "Cannot import since found existing subjects; pass force=true")),
     ("/v1/nope", problems._RouteNotFound("no route GET /v1/nope")),
     (_REGISTER, reg.IncompatibleSchemaError(
         f"table `shop`.`orders` is incompatible with what topic tidb_shop_orders holds: {_QTY}",

@@ -35,6 +35,7 @@ from service.registry.errors import (
     RegistryUnavailableError,
     SchemaNotFoundError,
     SubjectConfigNotFoundError,
+    SubjectModeNotFoundError,
     SubjectNotFoundError,
     SubjectNotSoftDeletedError,
     SubjectSoftDeletedError,
@@ -73,7 +74,7 @@ STATUS: dict[type[ServiceError], int] = {
     SubjectNotFoundError: 404, VersionNotFoundError: 404, SchemaNotFoundError: 404,
     SubjectSoftDeletedError: 404, SubjectNotSoftDeletedError: 404,
     VersionSoftDeletedError: 404, VersionNotSoftDeletedError: 404,
-    SubjectConfigNotFoundError: 404, _RouteNotFound: 404,
+    SubjectConfigNotFoundError: 404, SubjectModeNotFoundError: 404, _RouteNotFound: 404,
     IncompatibleSchemaError: 409, TopicBindingError: 409,
     RegistryError: 422,  # the registry refused the request (READONLY, ...): a client matter
     RegistryServerError: 502,

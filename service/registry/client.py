@@ -33,6 +33,8 @@ from service.registry.errors import (
     RegistryError,
     RegistryServerError,
     RegistryUnavailableError,
+    SubjectConfigNotFoundError,
+    SubjectModeNotFoundError,
 )
 from service.registry.interface import VersionSpec
 from service.registry.model import RegisteredSchema, RegistryMode
@@ -297,13 +299,39 @@ class HttpSchemaRegistry:
         reasons = tuple(Incompatibility("REGISTRY", "/", m, 0, "registry") for m in messages)
         return CompatibilityVerdict(bool(body["is_compatible"]), reasons)
 
+    async def configured_compatibility(self, subject: str | None = None
+                                       ) -> CompatibilityLevel | None:
+        try:
+            return await self.get_compatibility(subject)
+        except SubjectConfigNotFoundError:  # 40408: the subject has no level of its own
+            return None
+
+    async def delete_compatibility(self, subject: str | None = None) -> CompatibilityLevel:
+        path = "config" if subject is None else f"config/{_q(subject)}"
+        body = await self._request("DELETE", path)
+        return CompatibilityLevel(body.get("compatibilityLevel") or body.get("compatibility"))
+
     async def get_mode(self, subject: str | None = None) -> RegistryMode:
         path = "mode" if subject is None else f"mode/{_q(subject)}"
-        return RegistryMode((await self._request("GET", path))["mode"])
+        body = await self._request("GET", path, params={"defaultToGlobal": "true"})
+        return RegistryMode(body["mode"])
 
-    async def set_mode(self, mode: RegistryMode, subject: str | None = None) -> RegistryMode:
+    async def configured_mode(self, subject: str | None = None) -> RegistryMode | None:
         path = "mode" if subject is None else f"mode/{_q(subject)}"
-        return RegistryMode((await self._request("PUT", path, json={"mode": mode.value}))["mode"])
+        try:
+            return RegistryMode((await self._request("GET", path))["mode"])
+        except SubjectModeNotFoundError:  # 40409: the subject has no mode of its own
+            return None
+
+    async def set_mode(self, mode: RegistryMode, subject: str | None = None, *,
+                       force: bool = False) -> RegistryMode:
+        path = "mode" if subject is None else f"mode/{_q(subject)}"
+        body = await self._request("PUT", path, json={"mode": mode.value},
+                                   params={"force": _b(force)})
+        return RegistryMode(body["mode"])
+
+    async def delete_mode(self, subject: str) -> RegistryMode:
+        return RegistryMode((await self._request("DELETE", f"mode/{_q(subject)}"))["mode"])
 
 
 def _reason(exc: httpx.TransportError) -> str:

@@ -20,6 +20,9 @@ __all__ = [
     "VersionSoftDeletedError",
     "VersionNotSoftDeletedError",
     "SubjectConfigNotFoundError",
+    "SubjectModeNotFoundError",
+    "InvalidModeError",
+    "OperationNotPermittedError",
     "IncompatibleSchemaError",
     "InvalidSchemaError",
     "InvalidVersionError",
@@ -89,8 +92,22 @@ class InvalidCompatibilityLevelError(RegistryError, InvalidInputError):
     code, registry_code = "invalid_compatibility_level", 42203
 
 
-class ReadOnlyModeError(RegistryError):
-    code, registry_code = "registry_read_only", 42205
+class SubjectModeNotFoundError(RegistryError):
+    code, registry_code = "subject_mode_not_found", 40409
+
+
+class InvalidModeError(RegistryError, InvalidInputError):
+    code, registry_code = "invalid_mode", 42204
+
+
+class OperationNotPermittedError(RegistryError):
+    """Confluent's 42205: the registry's mode forbids the operation."""
+
+    code, registry_code = "operation_not_permitted", 42205
+
+
+class ReadOnlyModeError(OperationNotPermittedError):
+    code = "registry_read_only"
 
 
 class InvalidSubjectError(RegistryError, InvalidInputError):
@@ -121,7 +138,7 @@ ERROR_CLASSES: dict[int, type[RegistryError]] = {
         SubjectSoftDeletedError, SubjectNotSoftDeletedError, VersionSoftDeletedError,
         VersionNotSoftDeletedError, SubjectConfigNotFoundError, IncompatibleSchemaError,
         InvalidSchemaError, InvalidVersionError, InvalidCompatibilityLevelError, ReadOnlyModeError,
-        InvalidSubjectError,
+        InvalidSubjectError, SubjectModeNotFoundError, InvalidModeError,
     )
 }
 ERROR_CLASSES[40901] = IncompatibleSchemaError

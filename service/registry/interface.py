@@ -75,6 +75,25 @@ class SchemaRegistry(Protocol):
         """The effective mode of a subject (or the global mode)."""
         ...
 
-    async def set_mode(self, mode: RegistryMode, subject: str | None = None) -> RegistryMode:
-        """Set the mode of a subject (or the global mode)."""
+    async def set_mode(self, mode: RegistryMode, subject: str | None = None, *,
+                       force: bool = False) -> RegistryMode:
+        """Set the mode of a subject (or the global mode); IMPORT needs no schemas there,
+        unless `force`."""
+        ...
+
+    async def configured_compatibility(self, subject: str | None = None
+                                       ) -> CompatibilityLevel | None:
+        """The level set on the subject (or the global one when None); None when unset."""
+        ...
+
+    async def delete_compatibility(self, subject: str | None = None) -> CompatibilityLevel:
+        """Remove the subject's level (or reset the global one); returns the level removed."""
+        ...
+
+    async def configured_mode(self, subject: str | None = None) -> RegistryMode | None:
+        """The mode set on the subject (or the global one when None); None when unset."""
+        ...
+
+    async def delete_mode(self, subject: str) -> RegistryMode:
+        """Remove the subject's mode; returns the mode removed."""
         ...

@@ -86,7 +86,7 @@ def test_admin_routes(client: TestClient) -> None:
     assert client.put(f"/v1/subjects/{subject}/compatibility",
                       json={"compatibility": "FULL"}).json()["compatibility"] == "FULL"
     assert client.get(f"/v1/subjects/{subject}/compatibility").json() == {
-        "subject": subject, "compatibility": "FULL"}
+        "subject": subject, "compatibility": "FULL", "configured": "FULL"}
     deleted = client.delete(f"/v1/subjects/{subject}").json()
     assert deleted == {"subject": subject, "versions": [1], "permanent": False}
     assert client.get("/v1/subjects", params={"deleted": True}).json() == [

@@ -19,7 +19,6 @@ from service.api.problem_examples import EXAMPLES
 from service.api.problems import STATUS, status_of
 from service.api.settings import Settings
 from service.cdc.catalog import Protocol
-from service.registry.errors import SubjectConfigNotFoundError
 from tests.api.conftest import KEY, ORDERS_DDL, ClientFactory
 from tests.registry.conftest import free_port, serving
 
@@ -41,7 +40,7 @@ def test_openapi_file_is_in_sync_with_the_app() -> None:
 def test_every_operation_is_documented() -> None:
     spec = document()
     ids = [op["operationId"] for op in operations(spec)]
-    assert len(ids) == len(set(ids)) == 17
+    assert len(ids) == len(set(ids)) == 29
     for op in operations(spec):
         assert op["summary"] and op["description"], op["operationId"]
         assert len(op["tags"]) == 1 and op["tags"][0] in TAGS, op["operationId"]
@@ -80,7 +79,9 @@ def _security(spec: dict[str, Any]) -> dict[str, list[dict[str, list[str]]]]:
     return {op["operationId"]: op["security"] for op in operations(spec) if "security" in op}
 
 
-WRITES = {"registerTable", "deleteVersion", "deleteSubject", "setCompatibility"}
+WRITES = {"registerTable", "deleteVersion", "deleteSubject", "setCompatibility",
+          "deleteCompatibility", "setGlobalCompatibility", "setGlobalMode", "setSubjectMode",
+          "deleteSubjectMode", "deleteTopic"}
 BOTH = [{"HTTPBearer": []}, {"APIKeyHeader": []}]
 
 
@@ -120,9 +121,7 @@ def test_error_examples_are_real_bodies_of_every_status_class() -> None:
     shown = {(int(name.split("-")[0]), e["value"]["code"]) for name, e in examples.items()}
     expected = {(status_of(error), error.code) for _, error in EXAMPLES}
     assert shown == expected
-    # GET /v1/subjects/{subject}/compatibility falls back to the global level: no /v1
-    # operation answers subject_config_not_found (the /registry mount does, Confluent-style)
-    for cls in set(STATUS) - {SubjectConfigNotFoundError}:
+    for cls in STATUS:
         assert any(isinstance(e, cls) for _, e in EXAMPLES), f"no example of {cls.__name__}"
     for name, example in examples.items():
         body = example["value"]
@@ -223,6 +222,9 @@ def test_documented_error_examples_are_what_the_service_answers(client: TestClie
                                                   headers={"content-type": "text/plain"}),
     }
     value = "/v1/subjects/tidb_shop_orders-value"  # deletes last, in this order
+    answers["404-subject_config_not_found"] = client.delete(f"{value}/compatibility")
+    answers["404-subject_mode_not_found"] = client.delete(f"{value}/mode")
+    answers["422-operation_not_permitted"] = client.put("/v1/mode", json={"mode": "IMPORT"})
     answers["404-subject_not_soft_deleted"] = client.delete(f"{value}?permanent=true")
     answers["404-version_not_soft_deleted"] = client.delete(f"{value}/versions/1?permanent=true")
     assert client.delete(value).status_code == 200

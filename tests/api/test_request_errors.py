@@ -118,7 +118,7 @@ def test_a_body_over_the_limit_is_a_problem_like_any_other(tmp_path: Path) -> No
     ("GET", "/v1/tables/check", "POST"),
     ("DELETE", "/v1/decode", "POST"),
     ("POST", "/healthz", "GET"),
-    ("POST", "/v1/subjects/tidb_shop_t-value/compatibility", "GET, PUT"),  # two routes
+    ("POST", "/v1/subjects/tidb_shop_t-value/compatibility", "DELETE, GET, PUT"),  # 3 routes
     ("PATCH", "/v1/subjects/tidb_shop_t-value/versions/1", "DELETE, GET"),
 ])
 def test_405_names_the_allowed_methods(served: ServedApp, method: str, path: str,

@@ -22,9 +22,11 @@ from service.registry.errors import (
     InvalidCompatibilityLevelError,
     InvalidSubjectError,
     InvalidVersionError,
+    OperationNotPermittedError,
     ReadOnlyModeError,
     SchemaNotFoundError,
     SubjectConfigNotFoundError,
+    SubjectModeNotFoundError,
     SubjectNotFoundError,
     SubjectNotSoftDeletedError,
     SubjectSoftDeletedError,
@@ -182,10 +184,34 @@ class EmbeddedRegistry:
             self._store.put_setting("config", subject or GLOBAL, None)
         return previous
 
-    async def set_mode(self, mode: RegistryMode, subject: str | None = None) -> RegistryMode:
+    async def set_mode(self, mode: RegistryMode, subject: str | None = None, *,
+                       force: bool = False) -> RegistryMode:
+        """Set a subject's mode (or the global one). IMPORT needs the subject (or, global, the
+        registry) to hold no schema, unless `force` (Confluent's rule)."""
+        if subject is not None:
+            _check_subject(subject)
         with self._store.transaction():
+            if mode is RegistryMode.IMPORT and not force:
+                held = self._store.versions(subject) if subject else self._store.subjects(
+                    deleted=True)
+                if held:
+                    raise OperationNotPermittedError(
+                        f"Cannot import since found existing subjects"
+                        f"{'' if subject is None else f' ({subject})'}; pass force=true",
+                        subject=subject)
             self._store.put_setting("mode", subject or GLOBAL, mode.value)
         return mode
+
+    async def delete_mode(self, subject: str) -> RegistryMode:
+        """Remove a subject's mode; returns what it was (40409 when it has none)."""
+        with self._store.transaction():
+            previous = self._store.setting("mode", subject)
+            if previous is None:
+                raise SubjectModeNotFoundError(
+                    f"Subject '{subject}' does not have subject-level mode configured",
+                    subject=subject)
+            self._store.put_setting("mode", subject, None)
+        return RegistryMode(previous)
 
     # -- reads ----------------------------------------------------------------------------
     async def lookup(self, subject: str, schema: str, *, deleted: bool = False
@@ -252,6 +278,17 @@ class EmbeddedRegistry:
             targets, level = [row], _non_transitive(level)
         return await anyio.to_thread.run_sync(
             check_compatibility, schema, [(r.version, r.schema) for r in targets], level)
+
+    async def configured_compatibility(self, subject: str | None = None
+                                       ) -> CompatibilityLevel | None:
+        """The level set on the subject (or globally when `subject` is None), else None."""
+        level = self._store.setting("config", subject or GLOBAL)
+        return CompatibilityLevel(level) if level else None
+
+    async def configured_mode(self, subject: str | None = None) -> RegistryMode | None:
+        """The mode set on the subject (or globally when `subject` is None), else None."""
+        value = self._store.setting("mode", subject or GLOBAL)
+        return RegistryMode(value) if value else None
 
     async def get_mode(self, subject: str | None = None) -> RegistryMode:
         value = (self._store.setting("mode", subject) if subject else None) \

@@ -20,7 +20,7 @@ from starlette.routing import Match, Route
 from service.core.errors import ServiceError
 from service.registry.compatibility import CompatibilityVerdict
 from service.registry.embedded.registry import EmbeddedRegistry, parse_level
-from service.registry.errors import RegistryError
+from service.registry.errors import RegistryError, SubjectModeNotFoundError
 from service.registry.model import RegisteredSchema, RegistryMode
 
 __all__ = ["create_registry_app", "CONTENT_TYPE"]
@@ -180,7 +180,16 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
             if wanted not in RegistryMode.__members__:
                 raise _BadRequest(422, 42204, f"Invalid mode {wanted!r}; valid: "
                                   "READWRITE, READONLY, IMPORT")
-            return {"mode": (await registry.set_mode(RegistryMode(wanted), name)).value}
+            return {"mode": (await registry.set_mode(
+                RegistryMode(wanted), name, force=_flag(request, "force"))).value}
+        if request.method == "DELETE":
+            return {"mode": (await registry.delete_mode(str(name))).value}
+        if name is not None and not _flag(request, "defaultToGlobal"):
+            configured = await registry.configured_mode(name)
+            if configured is None:
+                raise SubjectModeNotFoundError(
+                    f"Subject '{name}' does not have subject-level mode configured")
+            return {"mode": configured.value}
         return {"mode": (await registry.get_mode(name)).value}
 
     def route(path: str, handler: Handler, methods: list[str]) -> Route:
@@ -205,7 +214,7 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
         route("/config", config, ["GET", "PUT", "DELETE"]),
         route("/config/{subject:path}", config, ["GET", "PUT", "DELETE"]),
         route("/mode", mode, ["GET", "PUT"]),
-        route("/mode/{subject:path}", mode, ["GET", "PUT"]),
+        route("/mode/{subject:path}", mode, ["GET", "PUT", "DELETE"]),
     ]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 
