@@ -8,8 +8,11 @@ sentence that names the column.
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import enum
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -71,6 +74,9 @@ class Incompatibility:
         message: a sentence naming the column and what breaks for whom.
         version: the registered version compared against.
         direction: ``new_reads_old`` or ``old_reads_new``.
+        detail: Avro's own terse reason (Java Avro's wording, which Confluent shows as
+            ``additionalInfo``): the field name, ``reader type: INT not compatible with
+            writer type: STRING``, ``[B, C]`` for missing enum symbols, ...
     """
 
     type: str
@@ -78,6 +84,7 @@ class Incompatibility:
     message: str
     version: int
     direction: str
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +165,7 @@ def _record_details(
         out.append(Incompatibility(
             "NAME_MISMATCH", "/name",
             f"record name changed from {_old_new(direction, writer.fullname, reader.fullname)}",
-            version, direction))
+            version, direction, f"expected: {writer.fullname}"))
     for i, field in enumerate(reader.fields):
         location = f"/fields/{i}"
         other = lookup_writer_field(writer_schema=writer, reader_field=field)
@@ -166,7 +173,8 @@ def _record_details(
             if not field.has_default:
                 out.append(Incompatibility(
                     "READER_FIELD_MISSING_DEFAULT_VALUE", location,
-                    _missing_default_message(field.name, version, direction), version, direction))
+                    _missing_default_message(field.name, version, direction), version, direction,
+                    field.name))
             continue
         result = ReaderWriterCompatibilityChecker().get_compatibility(
             field.type, other.type, "type", ["/", "fields", str(i)])
@@ -191,7 +199,17 @@ def _from_result(
             was, now = now, was
         message = (f"column `{reader_field.name}` changed from {was} to {now}; "
                    f"{_consequence(version, direction)} ({avro_says})")
-    return [Incompatibility(kind, location, message, version, direction) for kind in kinds]
+    return [Incompatibility(kind, location, message, version, direction, _java_detail(avro_says))
+            for kind in kinds]
+
+
+def _java_detail(avro_says: str) -> str:
+    """Avro's reason as Java Avro words it: type names upper case, enum symbols as ``[A, B]``."""
+    text = re.sub(r"(type: )(\w+)", lambda m: m.group(1) + m.group(2).upper(), avro_says)
+    if text.startswith("{") and text.endswith("}"):  # python avro's set of missing symbols
+        with contextlib.suppress(ValueError, SyntaxError):
+            return "[" + ", ".join(sorted(ast.literal_eval(text))) + "]"
+    return text
 
 
 def _describe(schema: avro.schema.Schema) -> str:

@@ -75,7 +75,10 @@ class SubjectConfigNotFoundError(RegistryError):
 
 
 class IncompatibleSchemaError(RegistryError):
-    code, registry_code = "incompatible_schema", 409
+    """Refused by the compatibility level: 40901, as the newest Confluent Platform answers
+    (older releases said 409)."""
+
+    code, registry_code = "incompatible_schema", 40901
 
 
 class InvalidSchemaError(RegistryError, InvalidInputError):
@@ -141,5 +144,5 @@ ERROR_CLASSES: dict[int, type[RegistryError]] = {
         InvalidSubjectError, SubjectModeNotFoundError, InvalidModeError,
     )
 }
-ERROR_CLASSES[40901] = IncompatibleSchemaError
-"""Confluent ``error_code`` -> our class (409 and the newer 40901 both mean incompatible)."""
+ERROR_CLASSES[409] = IncompatibleSchemaError
+"""Confluent ``error_code`` -> our class (40901 and the older 409 both mean incompatible)."""

@@ -5,21 +5,29 @@ Implements `SchemaRegistry` over `RegistryStore`; the REST router is a thin laye
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 
-from service.registry.canonical import canonical_schema
+from service.registry.canonical import StoredForm, canonical_schema, stored_form
 from service.registry.compatibility import (
     CompatibilityLevel,
     CompatibilityVerdict,
     check_compatibility,
     parse_avro,
 )
+from service.registry.embedded.confluent_messages import (
+    incompatibility_messages,
+    incompatible_message,
+)
+from service.registry.embedded.defaults import check_defaults
 from service.registry.embedded.store import GLOBAL, RegistryStore, VersionRow
 from service.registry.errors import (
     IncompatibleSchemaError,
     InvalidCompatibilityLevelError,
+    InvalidSchemaError,
     InvalidSubjectError,
     InvalidVersionError,
     OperationNotPermittedError,
@@ -93,40 +101,116 @@ class EmbeddedRegistry:
         self._store.close()
 
     # -- writes ---------------------------------------------------------------------------
-    async def register(self, subject: str, schema: str) -> RegisteredSchema:
+    async def register(self, subject: str, schema: str, *, normalize: bool = False,
+                       references: Sequence[Mapping[str, Any]] = (),
+                       schema_id: int | None = None, version: int | None = None
+                       ) -> RegisteredSchema:
+        """Register `schema` under `subject` (idempotent), as Confluent's registry does.
+
+        Args:
+            subject: the subject.
+            schema: the Avro schema text; stored in Java Avro's ``Schema.toString()`` form.
+            normalize: store Confluent's normalized form (ignored in IMPORT mode, as there).
+            references: Confluent schema references; the embedded registry stores none, so
+                any is refused (42201), naming it.
+            schema_id: the id to keep (IMPORT mode only).
+            version: the version to create; outside IMPORT mode it must be the next one.
+
+        Raises:
+            ReadOnlyModeError, OperationNotPermittedError: the mode forbids it (42205).
+            InvalidSchemaError: invalid schema, default or reference, or version (42201).
+            IncompatibleSchemaError: refused by the subject's compatibility level (40901).
+        """
         _check_subject(subject)
-        await self._require_writable(subject)
-        canonical = canonical_schema(schema)
+        importing = await self._require_register_mode(subject, importing=schema_id is not None)
+        self._refuse_references(references)
+        form = stored_form(schema, normalize=normalize and not importing)
+        if importing:
+            assert schema_id is not None
+            return self._import(subject, form, schema, schema_id, version)
+        check_defaults(parse_avro(schema))  # Confluent validates defaults of new schemas
         # The compatibility check can take seconds of CPU for a wide table: run it in a worker
         # thread against the versions seen now, and redo it inside the transaction only if
         # the subject changed meanwhile.
         level = self._effective_level(subject)
         seen = [(r.version, r.schema) for r in self._store.versions(subject) if not r.deleted]
-        early = await anyio.to_thread.run_sync(check_compatibility, schema, seen, level)
+        early = await anyio.to_thread.run_sync(check_compatibility, form.text, seen, level)
         with self._store.transaction():
             rows = self._store.versions(subject)
-            schema_id = self._store.schema_id_for(canonical)
-            if schema_id is not None:
-                for row in rows:
-                    if row.schema_id == schema_id and not row.deleted:
-                        return RegisteredSchema(subject, row.version, schema_id, row.schema)
+            held = self._id_of(form, schema)
+            for row in rows:
+                if row.schema_id == held and not row.deleted:
+                    return RegisteredSchema(subject, row.version, row.schema_id, row.schema)
+            number = _next_version(rows, version)
             live = [(r.version, r.schema) for r in rows if not r.deleted]
-            same = live == seen and level == self._effective_level(subject)
-            verdict = early if same else check_compatibility(
-                schema, live, self._effective_level(subject))
+            now = self._effective_level(subject)
+            verdict = early if live == seen and level == now else check_compatibility(
+                form.text, live, now)
             if not verdict.compatible:
-                raise IncompatibleSchemaError(
-                    "Schema being registered is incompatible with an earlier schema for subject "
-                    f"\"{subject}\"; " + "; ".join(i.message for i in verdict.incompatibilities),
-                    subject=subject,
-                    incompatibilities=[_as_dict(i) for i in verdict.incompatibilities],
-                )
-            if schema_id is None:
-                schema_id = self._store.insert_schema(canonical, schema)
-            version = 1 + max((r.version for r in rows), default=0)
-            self._store.insert_version(subject, version, schema_id)
-        stored = self._store.schema_by_id(schema_id) or schema
-        return RegisteredSchema(subject, version, schema_id, stored)
+                raise _incompatible(subject, verdict, now, rows)
+            if held is None:
+                held = self._store.insert_schema(form.identity, form.text)
+            self._store_version(subject, number, held, rows)
+        return RegisteredSchema(subject, number, held, self._store.schema_by_id(held) or "")
+
+    def _import(self, subject: str, form: StoredForm, schema: str, schema_id: int,
+                version: int | None) -> RegisteredSchema:
+        """IMPORT mode: keep the given id (and version); no compatibility or default checks."""
+        with self._store.transaction():
+            rows = self._store.versions(subject)
+            held = self._id_of(form, schema)
+            if held is not None and held != schema_id:
+                raise OperationNotPermittedError(
+                    f"This schema is already registered with id {held}; the embedded registry "
+                    f"keeps one id per schema, so it cannot be imported as id {schema_id}",
+                    subject=subject, schema_id=schema_id, existing_id=held)
+            if held is None and self._store.schema_by_id(schema_id) is not None:
+                raise OperationNotPermittedError(
+                    f"Overwrite new schema with id {schema_id} is not permitted.",
+                    subject=subject, schema_id=schema_id)
+            for row in rows:
+                if (version is None and row.schema_id == schema_id and not row.deleted) or \
+                        row.version == version:
+                    if row.schema_id != schema_id:
+                        raise OperationNotPermittedError(
+                            f"Version {version} of subject '{subject}' already holds schema id "
+                            f"{row.schema_id}", subject=subject, version=version)
+                    return RegisteredSchema(subject, row.version, row.schema_id, row.schema)
+            number = version or 1 + max((r.version for r in rows), default=0)
+            if held is None:
+                self._store.insert_schema(form.identity, form.text, schema_id)
+            self._store_version(subject, number, schema_id, rows)
+        return RegisteredSchema(subject, number, schema_id, self._store.schema_by_id(schema_id)
+                                or form.text)
+
+    def _store_version(self, subject: str, number: int, schema_id: int,
+                       rows: Sequence[VersionRow]) -> None:
+        # Confluent hard-deletes older soft-deleted versions of the subject that hold the id
+        # being registered again, so the subject lists it once.
+        for row in rows:
+            if row.deleted and row.schema_id == schema_id and row.version < number:
+                self._store.remove(subject, row.version)
+        self._store.insert_version(subject, number, schema_id)
+
+    def _id_of(self, form: StoredForm, schema: str) -> int | None:
+        """The id of a stored schema with this identity (rows stored before the Java form
+        was kept are keyed by the text's legacy canonical form)."""
+        found = self._store.schema_id_for(form.identity)
+        return found if found is not None else self._store.schema_id_for(
+            canonical_schema(schema))
+
+    def _refuse_references(self, references: Sequence[Mapping[str, Any]]) -> None:
+        for i, ref in enumerate(references):
+            name, target = ref.get("name"), ref.get("subject")
+            number = ref.get("version")
+            rows = self._store.versions(str(target)) if isinstance(target, str) else []
+            resolves = any(not r.deleted and (r.version == number or number == -1)
+                           for r in rows)
+            why = ("schema references are not supported by the embedded registry" if resolves
+                   else f"subject {target!r} version {number!r} not found")
+            raise InvalidSchemaError(
+                f"Invalid schema: references[{i}] (name {name!r}, subject {target!r}, version "
+                f"{number!r}): {why}", field=f"references[{i}]", reference=dict(ref))
 
     async def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
         await self._require_writable(subject)
@@ -141,6 +225,7 @@ class EmbeddedRegistry:
                         f"Subject '{subject}' was not deleted first before being permanently "
                         "deleted", subject=subject)
                 self._store.remove(subject)
+                self._forget_if_empty(subject)
                 return [r.version for r in rows]
             if not live:
                 raise SubjectSoftDeletedError(
@@ -161,6 +246,7 @@ class EmbeddedRegistry:
                         f"Subject '{subject}' Version {row.version} was not deleted first "
                         "before being permanently deleted", subject=subject)
                 self._store.remove(subject, row.version)
+                self._forget_if_empty(subject)
             else:
                 if row.deleted:
                     raise VersionSoftDeletedError(
@@ -168,6 +254,15 @@ class EmbeddedRegistry:
                         "permanent=true to delete permanently", subject=subject)
                 self._store.mark_deleted(subject, row.version)
             return row.version
+
+    def _forget_if_empty(self, subject: str) -> None:
+        """After a hard delete: drop schemas no version holds (their ids answer 40403 and are
+        never handed out again) and, once the subject holds no version at all, its level and
+        mode (as Confluent does)."""
+        self._store.remove_unused_schemas()
+        if not self._store.versions(subject):
+            self._store.put_setting("config", subject, None)
+            self._store.put_setting("mode", subject, None)
 
     async def set_compatibility(self, level: CompatibilityLevel,
                                 subject: str | None = None) -> CompatibilityLevel:
@@ -214,12 +309,14 @@ class EmbeddedRegistry:
         return RegistryMode(previous)
 
     # -- reads ----------------------------------------------------------------------------
-    async def lookup(self, subject: str, schema: str, *, deleted: bool = False
+    async def lookup(self, subject: str, schema: str, *, deleted: bool = False,
+                     normalize: bool = False, references: Sequence[Mapping[str, Any]] = ()
                      ) -> RegisteredSchema:
         rows = [r for r in self._store.versions(subject) if deleted or not r.deleted]
         if not rows:
             raise SubjectNotFoundError(f"Subject '{subject}' not found.", subject=subject)
-        schema_id = self._store.schema_id_for(canonical_schema(schema))
+        form = stored_form(schema, normalize=normalize)
+        schema_id = None if references else self._id_of(form, schema)  # none stored with any
         for row in reversed(rows):
             if row.schema_id == schema_id:
                 return RegisteredSchema(subject, row.version, row.schema_id, row.schema)
@@ -241,14 +338,45 @@ class EmbeddedRegistry:
         row = self._find(subject, parse_version(version), deleted=deleted)
         return RegisteredSchema(subject, row.version, row.schema_id, row.schema)
 
-    async def subjects(self, *, deleted: bool = False) -> list[str]:
-        return self._store.subjects(deleted=deleted)
+    async def referenced_by(self, subject: str, version: VersionSpec, *,
+                            deleted: bool = False) -> list[int]:
+        """Ids of schemas referencing a version: always none, as no references are stored
+        (40401 / 40402 for an unknown subject or version)."""
+        self._find(subject, parse_version(version), deleted=deleted)
+        return []
 
-    async def versions(self, subject: str, *, deleted: bool = False) -> list[int]:
-        rows = [r.version for r in self._store.versions(subject) if deleted or not r.deleted]
-        if not rows:
+    async def subjects(self, *, deleted: bool = False, deleted_only: bool = False,
+                       prefix: str = "") -> list[str]:
+        """Subjects, sorted: live ones, with soft-deleted ones too (`deleted`), or only the
+        fully soft-deleted ones (`deleted_only`); optionally those starting with `prefix`."""
+        names = self._store.subjects(deleted=deleted or deleted_only)
+        if deleted_only:
+            live = set(self._store.subjects(deleted=False))
+            names = [n for n in names if n not in live]
+        return [n for n in names if n.startswith(prefix)]
+
+    async def versions(self, subject: str, *, deleted: bool = False,
+                       deleted_only: bool = False) -> list[int]:
+        """Version numbers, ascending: live ones, all (`deleted`) or only soft-deleted ones
+        (`deleted_only`, possibly none). 40401 when the subject holds none of the kind asked
+        for, soft-deleted ones counting when `deleted` or `deleted_only`."""
+        rows = self._store.versions(subject)
+        if not [r for r in rows if deleted or deleted_only or not r.deleted]:
             raise SubjectNotFoundError(f"Subject '{subject}' not found.", subject=subject)
-        return rows
+        return [r.version for r in rows
+                if (r.deleted if deleted_only else deleted or not r.deleted)]
+
+    async def schemas(self, *, prefix: str = "", deleted: bool = False,
+                      latest_only: bool = False) -> list[RegisteredSchema]:
+        """Every registered version (``GET /schemas``), by subject then version."""
+        found: list[RegisteredSchema] = []
+        for subject in self._store.subjects(deleted=deleted):
+            if not subject.startswith(prefix):
+                continue
+            rows = [r for r in self._store.versions(subject) if deleted or not r.deleted]
+            found += [RegisteredSchema(subject, r.version, r.schema_id, r.schema)
+                      for r in (rows[-1:] if latest_only else rows)]
+        return found
 
     async def get_compatibility(self, subject: str | None = None, *,
                                 default_to_global: bool = False) -> CompatibilityLevel:
@@ -264,20 +392,46 @@ class EmbeddedRegistry:
             subject=subject)
 
     async def check_compatibility(self, subject: str, schema: str,
-                                  version: VersionSpec | None = None) -> CompatibilityVerdict:
-        parse_avro(schema)
+                                  version: VersionSpec | None = None, *,
+                                  normalize: bool = False,
+                                  references: Sequence[Mapping[str, Any]] = ()
+                                  ) -> CompatibilityVerdict:
+        verdict, _ = await self.compatibility_report(subject, schema, version,
+                                                     normalize=normalize, references=references)
+        return verdict
+
+    async def compatibility_report(self, subject: str, schema: str,
+                                   version: VersionSpec | None = None, *,
+                                   normalize: bool = False,
+                                   references: Sequence[Mapping[str, Any]] = ()
+                                   ) -> tuple[CompatibilityVerdict, list[str]]:
+        """The verdict and Confluent's verbose messages for it.
+
+        `version` None checks what a registration would meet; a version (or ``latest``)
+        checks that one version. A missing subject (or ``latest`` of one without live
+        versions) is compatible; a missing numbered version is 40402, as in Confluent.
+
+        Raises:
+            InvalidSchemaError: invalid schema, default or reference (42201).
+            InvalidVersionError, VersionNotFoundError: bad or missing `version`.
+        """
+        self._refuse_references(references)
+        form = stored_form(schema, normalize=normalize)
+        check_defaults(parse_avro(schema))
         level = self._effective_level(subject)
         live = [r for r in self._store.versions(subject) if not r.deleted]
-        if version is None:
-            targets = live
-        else:
+        targets = live
+        if version is not None:
             number = parse_version(version)
-            if not live and number is None:
-                return CompatibilityVerdict(True)
-            row = self._find(subject, number, deleted=False)
-            targets, level = [row], _non_transitive(level)
-        return await anyio.to_thread.run_sync(
-            check_compatibility, schema, [(r.version, r.schema) for r in targets], level)
+            targets = live[-1:] if number is None else [r for r in live if r.version == number]
+            if number is not None and not targets:
+                raise VersionNotFoundError(f"Version {number} not found.", subject=subject,
+                                           version=number)
+            level = _non_transitive(level)
+        verdict = await anyio.to_thread.run_sync(
+            check_compatibility, form.text, [(r.version, r.schema) for r in targets], level)
+        return verdict, incompatibility_messages(
+            verdict, level, {r.version: r.schema for r in targets})
 
     async def configured_compatibility(self, subject: str | None = None
                                        ) -> CompatibilityLevel | None:
@@ -308,6 +462,21 @@ class EmbeddedRegistry:
         if await self.get_mode(subject) is RegistryMode.READONLY:
             raise ReadOnlyModeError(f"Subject {subject} is in read-only mode", subject=subject)
 
+    async def _require_register_mode(self, subject: str, *, importing: bool) -> bool:
+        """Confluent's rule: READONLY refuses; an explicit id needs IMPORT mode, and without
+        one the mode must be READWRITE. Returns whether this is an import."""
+        await self._require_writable(subject)
+        mode = await self.get_mode(subject)
+        if importing and mode is not RegistryMode.IMPORT:
+            raise OperationNotPermittedError(
+                f"Subject {subject} is not in import mode; an explicit \"id\" is accepted only "
+                "in IMPORT mode", subject=subject, field="id")
+        if not importing and mode is not RegistryMode.READWRITE:
+            raise OperationNotPermittedError(
+                f"Subject {subject} is not in read-write mode; in {mode.value} mode a schema "
+                "is registered with an explicit \"id\"", subject=subject, mode=mode.value)
+        return importing
+
     def _find(self, subject: str, number: int | None, *, deleted: bool,
               for_delete: bool = False) -> VersionRow:
         rows = self._store.versions(subject)
@@ -324,6 +493,25 @@ class EmbeddedRegistry:
                     return row
         raise VersionNotFoundError(f"Version {number or 'latest'} not found.",
                                    subject=subject, version=number)
+
+
+def _next_version(rows: Sequence[VersionRow], wanted: int | None) -> int:
+    """1 + the highest version stored (soft-deleted ones count); an explicit version outside
+    IMPORT mode must be exactly that (Confluent: 42201)."""
+    number = 1 + max((r.version for r in rows), default=0)
+    if wanted is not None and wanted != number:
+        raise InvalidSchemaError(
+            f"Version is not one more than previous version: version {wanted} asked for, the "
+            f"next is {number}", field="version", version=wanted, expected=number)
+    return number
+
+
+def _incompatible(subject: str, verdict: CompatibilityVerdict, level: CompatibilityLevel,
+                  rows: Sequence[VersionRow]) -> IncompatibleSchemaError:
+    messages = incompatibility_messages(verdict, level, {r.version: r.schema for r in rows})
+    return IncompatibleSchemaError(
+        incompatible_message(subject, messages), subject=subject,
+        incompatibilities=[_as_dict(i) for i in verdict.incompatibilities])
 
 
 def _non_transitive(level: CompatibilityLevel) -> CompatibilityLevel:

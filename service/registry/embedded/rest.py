@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 from starlette.applications import Starlette
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -20,10 +21,21 @@ from starlette.routing import Match, Route
 from service.core.errors import ServiceError
 from service.registry.compatibility import CompatibilityVerdict
 from service.registry.embedded.registry import EmbeddedRegistry, parse_level
-from service.registry.errors import RegistryError, SubjectModeNotFoundError
+from service.registry.errors import InvalidSchemaError, RegistryError, SubjectModeNotFoundError
 from service.registry.model import RegisteredSchema, RegistryMode
 
 __all__ = ["create_registry_app", "CONTENT_TYPE"]
+
+
+class _SubjectConvertor(PathConvertor):
+    """A subject in a path: anything, control characters included, so that a subject with a
+    newline reaches the handler and is refused as invalid (42208) instead of matching no
+    route (Starlette's ``path`` stops at a newline)."""
+
+    regex = "(?s:.*)"
+
+
+register_url_convertor("subject", _SubjectConvertor())
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 Handler = Callable[[Request], Awaitable[Any]]
@@ -45,8 +57,31 @@ def _error(status: int, code: int, message: str) -> Response:
     return _json({"error_code": code, "message": message}, status)
 
 
-def _flag(request: Request, name: str) -> bool:
-    return request.query_params.get(name, "false").strip().lower() == "true"
+def _flag(request: Request, *names: str) -> bool:
+    """A boolean query parameter (any case); the first of `names` present counts."""
+    for name in names:
+        if name in request.query_params:
+            return request.query_params[name].strip().lower() == "true"
+    return False
+
+
+def _page(request: Request, items: list[Any]) -> list[Any]:
+    """Confluent's pagination: skip `offset` items, then at most `limit` (negative: all)."""
+    offset, limit = _int_param(request, "offset", 0), _int_param(request, "limit", -1)
+    if offset < 0:
+        raise _BadRequest(422, 422, f"query parameter offset must be >= 0 (got {offset})")
+    return items[offset:] if limit < 0 else items[offset:offset + limit]
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    text = request.query_params.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise _BadRequest(422, 422, f"query parameter {name} must be an integer (got "
+                          f"{text!r})") from exc
 
 
 async def _body(request: Request, max_bytes: int) -> dict[str, Any]:
@@ -73,20 +108,38 @@ def _schema_of(body: dict[str, Any]) -> str:
     return schema
 
 
+def _references(body: dict[str, Any]) -> list[dict[str, Any]]:
+    references = body.get("references")
+    if references is None:
+        return []
+    if not isinstance(references, list) or not all(isinstance(r, dict) for r in references):
+        raise _BadRequest(422, 42201, "\"references\" must be a list of objects with name, "
+                          "subject and version")
+    return references
+
+
+def _optional_int(body: dict[str, Any], name: str, unset: tuple[int, ...]) -> int | None:
+    """A register body's ``id`` or ``version``: None when absent, null or one of `unset`
+    (Confluent's defaults: id -1, version 0 or -1)."""
+    value = body.get(name)
+    if value is None or value in unset and not isinstance(value, bool):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _BadRequest(422, 42201, f"\"{name}\" must be a non-negative integer (got "
+                          f"{value!r})")
+    return value
+
+
 def _registered(found: RegisteredSchema) -> dict[str, Any]:
     return {"subject": found.subject, "version": found.version, "id": found.id,
             "schema": found.schema}
 
 
-def _verdict(verdict: CompatibilityVerdict, verbose: bool) -> dict[str, Any]:
+def _verdict(report: tuple[CompatibilityVerdict, list[str]], verbose: bool) -> dict[str, Any]:
+    verdict, messages = report
     out: dict[str, Any] = {"is_compatible": verdict.compatible}
     if verbose:
-        out["messages"] = [
-            f"{{errorType:'{i.type}', description:'{i.message}', "
-            f"additionalInfo:'{i.direction}'}}, {{location:'{i.location}'}}, "
-            f"{{oldSchemaVersion: {i.version}}}"
-            for i in verdict.incompatibilities
-        ]
+        out["messages"] = messages
     return out
 
 
@@ -109,27 +162,54 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
     async def schema_by_id(request: Request) -> Any:
         return {"schema": await registry.schema_by_id(_int_id(request))}
 
+    async def schema_text_by_id(request: Request) -> Any:
+        text = await registry.schema_by_id(_int_id(request))
+        return Response(text.encode(), media_type=CONTENT_TYPE)
+
+    async def list_schemas(request: Request) -> Any:
+        found = await registry.schemas(prefix=request.query_params.get("subjectPrefix", ""),
+                                       deleted=_flag(request, "deleted"),
+                                       latest_only=_flag(request, "latestOnly"))
+        return _page(request, [_registered(f) for f in found])
+
     async def id_subjects(request: Request) -> Any:
         uses = await registry.uses_of(_int_id(request), deleted=_flag(request, "deleted"))
-        return sorted({s for s, _ in uses})
+        return _page(request, sorted({s for s, _ in uses}))
 
     async def id_versions(request: Request) -> Any:
         uses = await registry.uses_of(_int_id(request), deleted=_flag(request, "deleted"))
-        return [{"subject": s, "version": v} for s, v in uses]
+        return _page(request, [{"subject": s, "version": v} for s, v in uses])
 
     async def list_subjects(request: Request) -> Any:
-        return await registry.subjects(deleted=_flag(request, "deleted"))
+        # confluent-kafka's Python client sends `deleted_only`; Confluent reads `deletedOnly`
+        return _page(request, await registry.subjects(
+            deleted=_flag(request, "deleted"),
+            deleted_only=_flag(request, "deletedOnly", "deleted_only"),
+            prefix=request.query_params.get("subjectPrefix", "")))
 
     async def list_versions(request: Request) -> Any:
-        return await registry.versions(subject(request), deleted=_flag(request, "deleted"))
+        return _page(request, await registry.versions(
+            subject(request), deleted=_flag(request, "deleted"),
+            deleted_only=_flag(request, "deletedOnly", "deleted_only")))
+
+    async def referenced_by(request: Request) -> Any:
+        return _page(request, await registry.referenced_by(
+            subject(request), request.path_params["version"], deleted=_flag(request, "deleted")))
 
     async def register(request: Request) -> Any:
-        found = await registry.register(subject(request), _schema_of(await body(request)))
+        payload = await body(request)
+        found = await registry.register(
+            subject(request), _schema_of(payload), normalize=_flag(request, "normalize"),
+            references=_references(payload), schema_id=_optional_int(payload, "id", (-1,)),
+            version=_optional_int(payload, "version", (0, -1)))
         return {"id": found.id, "version": found.version, "schema": found.schema}
 
     async def lookup(request: Request) -> Any:
-        found = await registry.lookup(subject(request), _schema_of(await body(request)),
-                                      deleted=_flag(request, "deleted"))
+        payload = await body(request)
+        found = await registry.lookup(subject(request), _schema_of(payload),
+                                      deleted=_flag(request, "deleted"),
+                                      normalize=_flag(request, "normalize"),
+                                      references=_references(payload))
         return _registered(found)
 
     async def get_version(request: Request) -> Any:
@@ -150,15 +230,18 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
         return await registry.delete_version(subject(request), request.path_params["version"],
                                              permanent=_flag(request, "permanent"))
 
-    async def compat_all(request: Request) -> Any:
-        verdict = await registry.check_compatibility(subject(request),
-                                                     _schema_of(await body(request)))
-        return _verdict(verdict, _flag(request, "verbose"))
-
-    async def compat_one(request: Request) -> Any:
-        verdict = await registry.check_compatibility(
-            subject(request), _schema_of(await body(request)), request.path_params["version"])
-        return _verdict(verdict, _flag(request, "verbose"))
+    async def compatibility(request: Request) -> Any:
+        payload, verbose = await body(request), _flag(request, "verbose")
+        try:
+            report = await registry.compatibility_report(
+                subject(request), _schema_of(payload), request.path_params.get("version"),
+                normalize=_flag(request, "normalize"), references=_references(payload))
+        except InvalidSchemaError as exc:
+            if not verbose:
+                raise
+            # Confluent: a verbose check of an invalid schema answers 200 with the reason
+            report = (CompatibilityVerdict(False), [exc.message])
+        return _verdict(report, verbose)
 
     async def config(request: Request) -> Any:
         name = request.path_params.get("subject")
@@ -197,24 +280,29 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
 
     routes = [
         route("/", root, ["GET"]),
+        route("/schemas", list_schemas, ["GET"]),
         route("/schemas/types", schema_types, ["GET"]),
         route("/schemas/ids/{id}", schema_by_id, ["GET"]),
+        route("/schemas/ids/{id}/schema", schema_text_by_id, ["GET"]),
         route("/schemas/ids/{id}/subjects", id_subjects, ["GET"]),
         route("/schemas/ids/{id}/versions", id_versions, ["GET"]),
         route("/subjects", list_subjects, ["GET"]),
-        route("/subjects/{subject:path}/versions", list_versions, ["GET"]),
-        route("/subjects/{subject:path}/versions/{version}/schema", get_version_schema, ["GET"]),
-        route("/subjects/{subject:path}/versions/{version}", get_version, ["GET"]),
-        route("/subjects/{subject:path}/versions/{version}", delete_version, ["DELETE"]),
-        route("/subjects/{subject:path}/versions", register, ["POST"]),
-        route("/subjects/{subject:path}", lookup, ["POST"]),
-        route("/subjects/{subject:path}", delete_subject, ["DELETE"]),
-        route("/compatibility/subjects/{subject:path}/versions/{version}", compat_one, ["POST"]),
-        route("/compatibility/subjects/{subject:path}/versions", compat_all, ["POST"]),
+        route("/subjects/{subject:subject}/versions", list_versions, ["GET"]),
+        route("/subjects/{subject:subject}/versions/{version}/schema", get_version_schema, ["GET"]),
+        route("/subjects/{subject:subject}/versions/{version}/referencedby", referenced_by,
+              ["GET"]),
+        route("/subjects/{subject:subject}/versions/{version}", get_version, ["GET"]),
+        route("/subjects/{subject:subject}/versions/{version}", delete_version, ["DELETE"]),
+        route("/subjects/{subject:subject}/versions", register, ["POST"]),
+        route("/subjects/{subject:subject}", lookup, ["POST"]),
+        route("/subjects/{subject:subject}", delete_subject, ["DELETE"]),
+        route("/compatibility/subjects/{subject:subject}/versions/{version}", compatibility,
+              ["POST"]),
+        route("/compatibility/subjects/{subject:subject}/versions", compatibility, ["POST"]),
         route("/config", config, ["GET", "PUT", "DELETE"]),
-        route("/config/{subject:path}", config, ["GET", "PUT", "DELETE"]),
+        route("/config/{subject:subject}", config, ["GET", "PUT", "DELETE"]),
         route("/mode", mode, ["GET", "PUT"]),
-        route("/mode/{subject:path}", mode, ["GET", "PUT", "DELETE"]),
+        route("/mode/{subject:subject}", mode, ["GET", "PUT", "DELETE"]),
     ]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
 

@@ -1,8 +1,10 @@
 """SQLite storage of the embedded registry: schemas by id, subject versions, config and mode.
 
 One connection in WAL mode, guarded by a lock; every write runs in one ``BEGIN IMMEDIATE``
-transaction, so a crash never leaves a half-registered schema. A file that cannot be used is
-refused when the store opens, naming the path; a missing directory is never created.
+transaction, so a crash never leaves a half-registered schema. Several processes (``flatavro
+serve --workers N``) share one file: a writer waits up to `BUSY_SECONDS` for another's
+transaction, and `StoreChanges` tells a process when another one committed. A file that cannot
+be used is refused when the store opens, naming the path; a missing directory is never created.
 """
 
 from __future__ import annotations
@@ -10,12 +12,19 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from service.core.errors import Fix, ServiceError
+from service.registry.errors import RegistryUnavailableError
 
-__all__ = ["RegistryStore", "RegistryStoreError", "VersionRow"]
+__all__ = ["BUSY_SECONDS", "RegistryStore", "RegistryStoreError", "StoreChanges", "VersionRow"]
+
+BUSY_SECONDS = 30.0
+"""How long a write waits for another process's write transaction (SQLite's busy timeout)
+before it is refused as `RegistryUnavailableError`; transactions last milliseconds, except a
+compatibility check redone inside one for a wide table."""
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS schemas (
@@ -80,7 +89,8 @@ class RegistryStore:
                 created or written, or is not a SQLite database.
         """
         self._lock = threading.RLock()
-        self._db = _open(str(path))
+        self._path = str(path)
+        self._db = _open(self._path)
 
     def close(self) -> None:
         """Close the database."""
@@ -91,7 +101,14 @@ class RegistryStore:
     def transaction(self) -> Iterator[None]:
         """Run the block as one write transaction (rolled back on any exception)."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:  # takes the write lock now, waiting up to BUSY_SECONDS for another process
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                    raise
+                raise RegistryUnavailableError(
+                    f"the registry file {self._path} stayed locked by another writer for "
+                    f"{BUSY_SECONDS:g} s", retry_after=1, path=self._path) from exc
             try:
                 yield
             except BaseException:
@@ -105,12 +122,20 @@ class RegistryStore:
                                    (canonical,)).fetchone()
         return None if row is None else int(row[0])
 
-    def insert_schema(self, canonical: str, schema: str) -> int:
+    def insert_schema(self, canonical: str, schema: str, schema_id: int | None = None) -> int:
+        """Store a new schema; its id is the next one (AUTOINCREMENT: never one used before,
+        even if deleted since) or `schema_id` (IMPORT mode)."""
         with self._lock:
-            cur = self._db.execute("INSERT INTO schemas (canonical, schema) VALUES (?, ?)",
-                                   (canonical, schema))
+            cur = self._db.execute("INSERT INTO schemas (id, canonical, schema) VALUES (?, ?, ?)",
+                                   (schema_id, canonical, schema))
         assert cur.lastrowid is not None
         return int(cur.lastrowid)
+
+    def remove_unused_schemas(self) -> None:
+        """Hard-delete schemas no version holds any more (their ids then answer 40403)."""
+        with self._lock:
+            self._db.execute("DELETE FROM schemas WHERE id NOT IN "
+                             "(SELECT DISTINCT schema_id FROM versions)")
 
     def schema_by_id(self, schema_id: int) -> str | None:
         with self._lock:
@@ -197,11 +222,12 @@ def _open(path: str) -> sqlite3.Connection:
     if path != ":memory:":
         _check_directory(path)
     try:
-        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
+                             timeout=BUSY_SECONDS)
     except sqlite3.Error as exc:
         raise _unusable(path, str(exc)) from exc
     try:
-        db.execute("PRAGMA journal_mode=WAL")
+        _set_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
         db.executescript(f"BEGIN IMMEDIATE;{_DDL}COMMIT;")
@@ -209,6 +235,42 @@ def _open(path: str) -> sqlite3.Connection:
         db.close()
         raise _unusable(path, str(exc)) from exc
     return db
+
+
+def _set_wal(db: sqlite3.Connection) -> None:
+    """Switch to WAL mode, retrying for up to BUSY_SECONDS: on a new file opened by several
+    workers at once SQLite answers "database is locked" at once here, without waiting."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+class StoreChanges:
+    """Whether anyone committed to the registry file: SQLite's ``PRAGMA data_version``,
+    read on a connection of its own, so every commit counts, this process's and other
+    workers' alike."""
+
+    def __init__(self, path: str | Path) -> None:
+        """Watch the (existing) registry file at `path`."""
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None,
+                                   timeout=BUSY_SECONDS)
+
+    def version(self) -> int:
+        """A number that differs from the previous answer once a commit happened since."""
+        with self._lock:
+            return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the watching connection."""
+        with self._lock:
+            self._db.close()
 
 
 def _check_directory(path: str) -> None:

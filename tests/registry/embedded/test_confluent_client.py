@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 
 import fastavro
 import httpx
+import pytest
 from confluent_kafka.schema_registry import (
     Schema,
     SchemaRegistryClient,
     topic_subject_name_strategy,
 )
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from service.core.ddl import table_from_ddl
@@ -83,3 +86,81 @@ def test_flatavro_bytes_decode_with_confluent_deserializer(
 
 def served_registry_schema(served: ServedRegistry, schema_id: int) -> str:
     return httpx.get(f"{served.url}/schemas/ids/{schema_id}", timeout=10).json()["schema"]
+
+
+R1 = json.dumps({"type": "record", "name": "myrecord",
+                 "fields": [{"name": "f1", "type": "string"}]})
+R1_JAVA = '{"type":"record","name":"myrecord","fields":[{"name":"f1","type":"string"}]}'
+R2 = json.dumps({"type": "record", "name": "myrecord", "fields": [
+    {"name": "f1", "type": "string"}, {"name": "f2", "type": "string", "default": "d"}]})
+R_REQ = json.dumps({"type": "record", "name": "myrecord", "fields": [
+    {"name": "f1", "type": "string"}, {"name": "f3", "type": "int"}]})
+BAD_DEFAULT = json.dumps({"type": "record", "name": "myrecord", "fields": [
+    {"name": "f", "type": "string", "default": None}]})
+PROPS = json.dumps({"type": "record", "name": "myrecord", "fields": [
+    {"type": "string", "name": "field1", "zprop": "z", "aprop": "a"}]})
+
+
+def refused(call: Callable[[], object]) -> SchemaRegistryError:
+    with pytest.raises(SchemaRegistryError) as err:
+        call()
+    return err.value
+
+
+def test_client_sees_confluent_stored_form_and_listings(served_registry: ServedRegistry) -> None:
+    sr = client(served_registry)
+    assert sr.register_schema("app-value", Schema(R1, "AVRO")) == 1
+    assert sr.register_schema("app-value", Schema(R2, "AVRO")) == 2
+    assert sr.register_schema("zeta", Schema(R1, "AVRO")) == 1
+    assert sr.get_version("app-value", 1).schema.schema_str == R1_JAVA
+    assert sr.get_subjects(subject_prefix="app") == ["app-value"]
+    assert sr.get_referenced_by("app-value", 1) == []
+    assert sr.delete_version("app-value", 1) == 1
+    assert sr.get_versions("app-value") == [2]
+    assert sr.get_versions("app-value", deleted_only=True) == [1]
+    assert sr.lookup_schema("app-value", Schema(R1, "AVRO"), deleted=True).version == 1
+    assert sr.delete_subject("zeta") == [1]
+    assert sr.get_subjects(deleted_only=True) == ["zeta"]
+    assert sr.get_subjects(deleted=True) == ["app-value", "zeta"]
+
+
+def test_client_sees_confluent_refusals(served_registry: ServedRegistry) -> None:
+    sr = client(served_registry)
+    sr.register_schema("s", Schema(R1, "AVRO"))
+    bad = refused(lambda: sr.register_schema("s", Schema(BAD_DEFAULT, "AVRO")))
+    assert (bad.http_status_code, bad.error_code) == (422, 42201)
+    assert "Invalid default for field f" in bad.error_message
+    incompatible = refused(lambda: sr.register_schema("s", Schema(R_REQ, "AVRO")))
+    assert (incompatible.http_status_code, incompatible.error_code) == (409, 40901)
+    assert "details: [{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE'" in \
+        incompatible.error_message
+    assert sr.test_compatibility("s", Schema(R_REQ, "AVRO"), verbose=True) is False
+    assert sr.test_compatibility_all_versions("s", Schema(R2, "AVRO")) is True
+
+
+def test_client_hard_delete_never_reuses_the_id(served_registry: ServedRegistry) -> None:
+    sr = client(served_registry)
+    assert sr.register_schema("s", Schema(R1, "AVRO")) == 1
+    sr.delete_subject("s")
+    sr.delete_subject("s", permanent=True)
+    fresh = client(served_registry)  # no cached schema
+    assert refused(lambda: fresh.get_schema(1)).error_code == 40403
+    assert fresh.register_schema("s", Schema(R1, "AVRO")) == 2
+
+
+def test_client_normalizes_and_imports(served_registry: ServedRegistry) -> None:
+    sr = client(served_registry)
+    assert sr.register_schema("n", Schema(PROPS, "AVRO"), normalize_schemas=True) == 1
+    assert '"aprop":"a","zprop":"z"' in sr.get_version("n", 1).schema.schema_str
+    assert sr.lookup_schema("n", Schema(PROPS, "AVRO"), normalize_schemas=True).schema_id == 1
+    assert refused(lambda: sr.update_global_mode("IMPORT")).error_code == 42205
+    assert sr.update_global_mode("IMPORT", force=True) == "IMPORT"
+    assert refused(lambda: sr.register_schema("n", Schema(R1, "AVRO"))).error_code == 42205
+    assert sr.update_mode("n", "READONLY") == "READONLY"
+    assert sr.get_mode("n") == "READONLY"
+    assert sr.delete_mode("n") == "READONLY"
+    assert refused(lambda: sr.get_mode("n")).error_code == 40409
+    assert sr.set_compatibility("n", "FULL") == {"compatibility": "FULL"}  # the body, as sent
+    assert sr.get_compatibility("n") == "FULL"
+    assert sr.delete_config("n").compatibility_level.value == "FULL"
+    assert refused(lambda: sr.get_config("n")).error_code == 40408

@@ -16,6 +16,7 @@ from service.registry.errors import (
     InvalidSchemaError,
     InvalidSubjectError,
     InvalidVersionError,
+    OperationNotPermittedError,
     ReadOnlyModeError,
     SchemaNotFoundError,
     SubjectConfigNotFoundError,
@@ -73,7 +74,7 @@ def test_incompatible_registration_is_refused_with_reasons(reg: EmbeddedRegistry
     run(reg.register("s-value", A))
     with pytest.raises(IncompatibleSchemaError) as err:
         run(reg.register("s-value", A_REQ))
-    assert err.value.registry_code == 409
+    assert err.value.registry_code == 40901  # the newest Confluent Platform's code
     [reason] = err.value.details["incompatibilities"]
     assert reason["type"] == "READER_FIELD_MISSING_DEFAULT_VALUE"
     assert run(reg.versions("s-value")) == [1]  # nothing half-registered
@@ -115,9 +116,13 @@ def test_subject_delete_rules(reg: EmbeddedRegistry) -> None:
     assert run(reg.delete_subject("s", permanent=True)) == [1, 2]
     with pytest.raises(SubjectNotFoundError):
         run(reg.delete_subject("s"))
-    # ids are never reused, but an identical schema keeps its id
+    # hard-deleted ids are gone for good (40403) and never handed out again, not even to
+    # the same schema (Confluent)
+    for gone in (1, 2):
+        with pytest.raises(SchemaNotFoundError):
+            run(reg.schema_by_id(gone))
     assert run(reg.register("s", A_C)).id == 3
-    assert run(reg.register("s", A)).id == 1
+    assert run(reg.register("s", A)).id == 4
 
 
 def test_lookup(reg: EmbeddedRegistry) -> None:
@@ -193,3 +198,69 @@ def test_state_survives_reopening(tmp_path: Path) -> None:
     assert run(second.get_version("s")).id == 1
     assert run(second.register("t", A_B)).id == 2
     second.close()
+
+
+def test_import_mode_keeps_given_ids_and_refuses_conflicts(reg: EmbeddedRegistry) -> None:
+    with pytest.raises(OperationNotPermittedError) as err:
+        run(reg.register("s", A, schema_id=7))
+    assert (err.value.registry_code, err.value.details["field"]) == (42205, "id")
+    run(reg.set_mode(RegistryMode.IMPORT))
+    with pytest.raises(OperationNotPermittedError):
+        run(reg.register("s", A))  # IMPORT takes explicit ids only
+    assert (run(reg.register("s", A, schema_id=7, version=3)).id,
+            run(reg.versions("s"))) == (7, [3])
+    for schema, schema_id, version in [(A_B, 7, 4), (A, 8, 5), (A_B, 9, 3)]:
+        with pytest.raises(OperationNotPermittedError):  # id taken / schema has an id / version
+            run(reg.register("s", schema, schema_id=schema_id, version=version))
+    run(reg.set_mode(RegistryMode.READWRITE))
+    assert run(reg.register("s", A_B)).id == 8  # past the imported id
+
+
+def test_explicit_versions_and_references_are_checked(reg: EmbeddedRegistry) -> None:
+    with pytest.raises(InvalidSchemaError) as err:
+        run(reg.register("s", A, version=2))
+    assert err.value.details["field"] == "version"
+    run(reg.register("s", A, version=1))
+    for ref in ({"name": "x", "subject": "nope", "version": 1},
+                {"name": "x", "subject": "s", "version": 1}):
+        with pytest.raises(InvalidSchemaError) as err:
+            run(reg.register("t", A, references=[ref]))
+        assert err.value.details["field"] == "references[0]"
+
+
+def test_listings_by_prefix_and_deleted_only(reg: EmbeddedRegistry) -> None:
+    run(reg.register("app-value", A))
+    run(reg.register("app-value", A_B))
+    run(reg.register("app-key", A))
+    run(reg.register("zeta", A_C))
+    run(reg.delete_version("app-value", 1))
+    run(reg.delete_subject("zeta"))
+    assert run(reg.subjects(prefix="app")) == ["app-key", "app-value"]
+    assert run(reg.subjects(deleted_only=True)) == ["zeta"]
+    assert run(reg.versions("app-value", deleted_only=True)) == [1]
+    assert run(reg.versions("app-key", deleted_only=True)) == []
+    assert [(s.subject, s.version) for s in run(reg.schemas(latest_only=True))] == [
+        ("app-key", 1), ("app-value", 2)]
+    assert [(s.subject, s.version) for s in run(reg.schemas(prefix="z", deleted=True))] == [
+        ("zeta", 1)]
+    assert run(reg.referenced_by("app-value", "latest")) == []
+    with pytest.raises(VersionNotFoundError):
+        run(reg.referenced_by("app-value", 1))
+
+
+def test_hard_deleting_a_subject_forgets_its_level_and_mode(reg: EmbeddedRegistry) -> None:
+    run(reg.register("s", A))
+    run(reg.set_compatibility(CompatibilityLevel.FULL, "s"))
+    run(reg.set_mode(RegistryMode.READWRITE, "s"))
+    run(reg.delete_subject("s"))
+    assert run(reg.configured_compatibility("s")) is CompatibilityLevel.FULL  # soft: kept
+    run(reg.delete_subject("s", permanent=True))
+    assert (run(reg.configured_compatibility("s")), run(reg.configured_mode("s"))) == (None, None)
+
+
+def test_registering_a_deleted_schema_again_drops_its_old_version(reg: EmbeddedRegistry) -> None:
+    run(reg.register("s", A))
+    run(reg.register("s", A_B))
+    run(reg.delete_subject("s"))
+    assert run(reg.register("s", A)).version == 3
+    assert run(reg.versions("s", deleted=True)) == [2, 3]  # Confluent drops v1 (same id)

@@ -12,6 +12,7 @@ from tests.registry.conftest import ServedRegistry
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 A = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
+A_JAVA = '{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}'
 A_B = json.dumps({"type": "record", "name": "R", "fields": [
     {"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": ""}]})
 A_REQ = json.dumps({"type": "record", "name": "R", "fields": [
@@ -40,8 +41,9 @@ def test_register_lookup_fetch(served_registry: ServedRegistry) -> None:
                  {"schema": json.dumps(json.loads(A), indent=2)}, headers={})
     assert again.json()["id"] == 1
     looked = call(r, "POST", "/subjects/t-value", {"schema": A}).json()
-    assert looked == {"subject": "t-value", "version": 1, "id": 1, "schema": A}
-    assert call(r, "GET", "/schemas/ids/1").json() == {"schema": A}
+    # stored and returned as Java Avro's compact Schema.toString(), as Confluent does
+    assert looked == {"subject": "t-value", "version": 1, "id": 1, "schema": A_JAVA}
+    assert call(r, "GET", "/schemas/ids/1").json() == {"schema": A_JAVA}
     assert call(r, "GET", "/subjects").json() == ["t-value"]
     assert call(r, "GET", "/subjects/t-value/versions/latest").json()["version"] == 1
     assert call(r, "GET", "/subjects/t-value/versions/-1").json()["id"] == 1
@@ -60,7 +62,7 @@ def test_incompatible_is_409_and_verbose_check_explains(served_registry: ServedR
     r = served_registry
     call(r, "POST", "/subjects/s/versions", {"schema": A})
     refused = call(r, "POST", "/subjects/s/versions", {"schema": A_REQ})
-    assert refused.status_code == 409 and refused.json()["error_code"] == 409
+    assert refused.status_code == 409 and refused.json()["error_code"] == 40901
     check = call(r, "POST", "/compatibility/subjects/s/versions/latest?verbose=True",
                  {"schema": A_REQ}).json()
     assert check["is_compatible"] is False
