@@ -5,7 +5,9 @@ not share its interpreter), the benchmark table of ``bench_row_codec`` (20 colum
 DECIMALs, one DATETIME) registered first. Measures: batch encode and batch decode records/s
 over HTTP vs fastavro's schemaless writer/reader on the same 1,000 records; registry calls made
 by the measured requests (from ``/metrics``); single-record encode p99 vs ``/healthz`` p99 at
-32 concurrent clients; the server's RSS after 1,000,000 records vs after 10,000.
+32 concurrent clients; the server's RSS after 1,000,000 records vs after 10,000; last, batch
+encode records/s of ``flatavro serve --workers 2`` vs that one worker (both on the same SQLite
+file, the same load of concurrent connections).
 Run: ``python -m bench.bench_http``.
 """
 
@@ -42,6 +44,10 @@ WARM_UP = 10
 MEMORY_RECORDS = 1_000_000
 HEADER = 5  # Confluent framing: magic byte + 4-byte schema id
 TOPIC_CACHE_SECONDS = 30.0  # the service's default
+WORKERS = 2
+WORKER_CLIENTS = 8  # concurrent connections, a new one per request so every worker takes some
+WORKER_BATCHES = 3  # 1,000-record encode requests per connection and round
+WORKER_ROUNDS = 5
 JSON = {"content-type": "application/json"}
 
 
@@ -65,13 +71,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def process_server(db_path: str) -> Iterator[tuple[str, int]]:
+def process_server(db_path: str, workers: int = 1) -> Iterator[tuple[str, int]]:
     """``flatavro serve`` in a child process; yields its URL and pid."""
     port = free_port()
     env = dict(os.environ, FLATAVRO_REGISTRY_DB_PATH=db_path, FLATAVRO_LOG_LEVEL="WARNING",
                FLATAVRO_TOPIC_CACHE_SECONDS=str(TOPIC_CACHE_SECONDS))
     child = subprocess.Popen([sys.executable, "-m", "service.cli.main", "serve",
-                              "--host", "127.0.0.1", "--port", str(port)], env=env)
+                              "--host", "127.0.0.1", "--port", str(port),
+                              "--workers", str(workers)], env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 15
@@ -112,16 +119,16 @@ def encode_body(plain: list[dict[str, Any]]) -> bytes:
     return orjson.dumps({"records": [{"op": "insert", "row": r} for r in plain]})
 
 
-def interleaved_best_rates(first: Callable[[], None], second: Callable[[], None]
-                           ) -> tuple[float, float]:
+def interleaved_best_rates(first: Callable[[], None], second: Callable[[], None], *,
+                           records: int = BATCH, rounds: int = ROUNDS) -> tuple[float, float]:
     """Best records/s of each, their rounds alternating so both meet the same machine noise."""
     best = [float("inf"), float("inf")]
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         for slot, work in enumerate((first, second)):
             start = time.perf_counter()
             work()
             best[slot] = min(best[slot], time.perf_counter() - start)
-    return BATCH / best[0], BATCH / best[1]
+    return records / best[0], records / best[1]
 
 
 def throughput(name: str, http: Callable[[], None], raw: Callable[[], None],
@@ -182,11 +189,7 @@ async def latencies(port: int, request: bytes) -> list[float]:
         for _ in range(count):
             start = time.perf_counter()
             writer.write(request)
-            head = await reader.readuntil(b"\r\n\r\n")
-            if not head.startswith(b"HTTP/1.1 200"):
-                raise RuntimeError(f"unexpected answer {head[:60]!r}")
-            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-            await reader.readexactly(length)
+            await read_answer(reader)
             out.append(time.perf_counter() - start)
         writer.close()
 
@@ -194,6 +197,47 @@ async def latencies(port: int, request: bytes) -> list[float]:
         seen: list[float] = []
         await asyncio.gather(*(one_client(count, seen) for _ in range(CLIENTS)))
     return sorted(seen)
+
+
+async def read_answer(reader: asyncio.StreamReader) -> bytes:
+    """The body of one HTTP/1.1 200 answer (anything else is an error)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(f"unexpected answer {head[:60]!r}")
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    return await reader.readexactly(length)
+
+
+async def connection_per_request_load(port: int, request: bytes) -> None:
+    """WORKER_CLIENTS concurrent clients sending WORKER_BATCHES requests each, every request
+    on a new connection: a worker busy encoding does not accept, so the idle one takes it
+    (a kept-alive connection stays with the worker that accepted it)."""
+    async def one_client() -> None:
+        for _ in range(WORKER_BATCHES):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(request)
+            await read_answer(reader)
+            writer.close()
+            await writer.wait_closed()
+
+    await asyncio.gather(*(one_client() for _ in range(WORKER_CLIENTS)))
+
+
+def workers_figure(single: str, several: str, encode_path: str) -> Figure:
+    """Batch encode records/s of WORKERS workers vs one, under the same concurrent load."""
+    request = raw_request("POST", encode_path, encode_body(rows()))
+
+    def load(url: str) -> Callable[[], None]:
+        port = int(url.rsplit(":", 1)[1])
+        return lambda: asyncio.run(connection_per_request_load(port, request))
+
+    for warm in (load(single), load(several)):  # every worker compiles its codecs once
+        warm()
+    one, many = interleaved_best_rates(load(single), load(several), rounds=WORKER_ROUNDS,
+                                       records=WORKER_CLIENTS * WORKER_BATCHES * BATCH)
+    return ratio(f"{WORKERS} workers / 1 worker", f"workers: {WORKERS} workers vs 1 worker "
+                 f"batch-encode at {WORKER_CLIENTS} connections: {many:,.0f} vs {one:,.0f} "
+                 "records/s", many / one, ">= 1.6")
 
 
 def raw_request(method: str, path: str, body: bytes = b"") -> bytes:
@@ -248,7 +292,7 @@ def main() -> None:
         figures.append(figure)
 
     with tempfile.TemporaryDirectory() as tmp, \
-            process_server(str(Path(tmp) / "bench.sqlite")) as (url, pid), \
+            process_server(db_path := str(Path(tmp) / "bench.sqlite")) as (url, pid), \
             httpx.Client(base_url=url, timeout=60) as client:
         encode_path = register(client)
         show(memory_figure(client, pid, encode_path))  # first: its baseline is a fresh server
@@ -258,6 +302,8 @@ def main() -> None:
         show(latency_figure(url, encode_path))
         calls = registry_calls(client) - calls_before
         seconds = time.perf_counter() - started
+        with process_server(db_path, WORKERS) as (several, _):  # the same registry file
+            workers = workers_figure(url, several, encode_path)
     requests = 2 + 2 * ROUNDS + 2 * CLIENTS * (WARM_UP + LATENCY_REQUESTS // CLIENTS)
     # The only calls allowed: re-reading the topic's latest ids (2 calls) once per TTL.
     allowed = 2 * int(seconds // TOPIC_CACHE_SECONDS + 1)
@@ -267,6 +313,7 @@ def main() -> None:
           f" in {seconds:.1f} s (only the topic's ids re-read every {TOPIC_CACHE_SECONDS:g} s"
           f" are allowed: <= {allowed}){'' if calls <= allowed else '  <-- MISSED'}",
           flush=True)
+    show(workers)
 
     print(f"\n{'figure':<32}{'value':>8}  {'target':<8}  met")
     for f in figures:

@@ -80,7 +80,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     problems.install(app, retry_after=settings.retry_after_seconds, on_error=_count_error)
     install_docs(app, AuthDoc(keys=bool(settings.api_keys),
-                              protect_reads=settings.protect_reads))
+                              protect_reads=settings.protect_reads),
+                 registry=settings.embedded)
     if settings.embedded:
         app.mount("/registry", _embedded_registry, name="registry")
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)

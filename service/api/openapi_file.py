@@ -1,9 +1,11 @@
-"""Write the app's OpenAPI document to ``openapi/openapi.json`` (``make openapi``).
+"""Write the app's OpenAPI documents to ``openapi/openapi.json`` and, for the embedded
+registry's Confluent API, ``openapi/registry-openapi.json`` (``make openapi``).
 
-The committed file describes the service under DEFAULT settings (no ``FLATAVRO_API_KEYS``:
-no operation declares security); a running service serves its own document at
-``/openapi.json``, with the API-key security its settings require. The file is built from
-defaults whatever the environment, and a test fails when it drifts.
+The committed files describe the service under DEFAULT settings (no ``FLATAVRO_API_KEYS``:
+no operation declares security); a running service serves its own documents at
+``/openapi.json`` and ``/openapi-registry.json``, with the API-key security its settings
+require. The files are built from defaults whatever the environment, and tests fail when
+they drift.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from service.api import registry_openapi
 from service.api.app import create_app
 from service.api.settings import Settings
+from service.api.spec import AuthDoc
 
-__all__ = ["document", "render", "main"]
+__all__ = ["document", "registry_document", "render", "main"]
 
 DEFAULT_PATH = Path("openapi/openapi.json")
+REGISTRY_PATH = Path("openapi/registry-openapi.json")
 
 
 NOTE = ("\n\nThis document describes the service under default settings: no API keys, so no "
@@ -34,17 +39,26 @@ def document() -> dict[str, Any]:
     return spec
 
 
+def registry_document() -> dict[str, Any]:
+    """The embedded registry's OpenAPI document under default settings (no API keys)."""
+    spec = registry_openapi.document(AuthDoc(keys=False, protect_reads=False))
+    spec["info"]["description"] += NOTE.replace("`/openapi.json`", "`/openapi-registry.json`")
+    return spec
+
+
 def render(spec: dict[str, Any]) -> str:
     """The file text: indented JSON, UTF-8, final newline."""
     return json.dumps(spec, indent=2, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write the document to the path given (default ``openapi/openapi.json``)."""
+    """Write the service's document and the registry's to the paths given (default
+    ``openapi/openapi.json`` and ``openapi/registry-openapi.json``)."""
     args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0]) if args else DEFAULT_PATH
-    path.write_text(render(document()), encoding="utf-8")
-    print(f"wrote {path}")
+    paths = [Path(a) for a in args] + [DEFAULT_PATH, REGISTRY_PATH][len(args):]
+    for path, spec in zip(paths, (document(), registry_document()), strict=True):
+        path.write_text(render(spec), encoding="utf-8")
+        print(f"wrote {path}")
     return 0
 
 

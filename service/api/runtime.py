@@ -16,6 +16,7 @@ from service.core.options import SchemaOptions
 from service.core.table import Table
 from service.registry.client import HttpSchemaRegistry
 from service.registry.embedded.registry import EmbeddedRegistry
+from service.registry.embedded.store import StoreChanges
 from service.registry.instrumented import InstrumentedRegistry
 from service.registry.interface import SchemaRegistry
 from service.registry.tables import TableRegistration, register_table
@@ -35,6 +36,7 @@ class Runtime:
     resolver: SchemaResolver
     embedded: EmbeddedRegistry | None
     remote: HttpSchemaRegistry | None
+    changes: StoreChanges | None = None  # commits to the embedded registry by any worker
     converter: Converter = field(init=False)
 
     def __post_init__(self) -> None:
@@ -47,16 +49,18 @@ class Runtime:
         """Open the registry the settings name and build the caches."""
         metrics = Metrics()
         embedded = EmbeddedRegistry(settings.registry_db_path) if settings.embedded else None
+        changes = StoreChanges(settings.registry_db_path) if embedded else None
         remote = None if embedded else HttpSchemaRegistry(settings.registry_client_config())
         inner: Any = embedded or remote
         registry: Any = InstrumentedRegistry(
             inner, lambda operation: metrics.registry_calls.labels(operation).inc())
         resolver = SchemaResolver(registry, cache_size=settings.schema_cache_size,
                                   topic_ttl=settings.topic_cache_seconds,
-                                  on_cache_hit=metrics.cache_hits.inc)
+                                  on_cache_hit=metrics.cache_hits.inc,
+                                  changes=changes.version if changes else lambda: 0)
         keys = ApiKeys((k.get_secret_value() for k in settings.api_keys),
                        protect_reads=settings.protect_reads)
-        return cls(settings, metrics, keys, registry, resolver, embedded, remote)
+        return cls(settings, metrics, keys, registry, resolver, embedded, remote, changes)
 
     async def stop(self) -> None:
         """Close connections and the SQLite store."""
@@ -64,6 +68,8 @@ class Runtime:
             await self.remote.aclose()
         if self.embedded is not None:
             self.embedded.close()
+        if self.changes is not None:
+            self.changes.close()
 
     async def register_table(self, table: Table, options: SchemaOptions, topic_rule: str
                              ) -> TableRegistration:

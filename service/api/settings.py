@@ -24,6 +24,9 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
+    workers: int = Field(
+        1, ge=1, description="Worker processes of `flatavro serve` (each uses one core); they "
+                             "share the embedded registry's SQLite file")
     registry_url: str | None = Field(
         None, description="A Confluent-compatible registry (with any path prefix); "
                           "unset = the embedded registry")

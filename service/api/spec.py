@@ -12,7 +12,8 @@ from service.api.deps import may_write, require_read, require_write
 from service.api.models import problem
 from service.api.problem_examples import examples_by_status
 
-__all__ = ["AuthDoc", "document_security", "document_body_answers", "document_examples"]
+__all__ = ["AuthDoc", "dependency_calls", "document_security", "document_body_answers",
+           "document_examples"]
 
 
 class AuthDoc:
@@ -31,10 +32,11 @@ class AuthDoc:
         return "optional" if may_write in calls else None
 
 
-def _calls(dependant: Dependant) -> set[Any]:
+def dependency_calls(dependant: Dependant) -> set[Any]:
+    """Every callable an operation's dependencies call, nested ones too."""
     found = {dependant.call}
     for sub in dependant.dependencies:
-        found |= _calls(sub)
+        found |= dependency_calls(sub)
     return found
 
 
@@ -45,7 +47,7 @@ def document_security(app: FastAPI, spec: dict[str, Any], auth: AuthDoc) -> None
         if not isinstance(route.original_route, routing.APIRoute) \
                 or not route.include_in_schema:
             continue
-        need = auth.needs(_calls(route.dependant))
+        need = auth.needs(dependency_calls(route.dependant))
         for method in route.methods:
             operation = spec["paths"][route.path_format].get(method.lower())
             if operation is None:

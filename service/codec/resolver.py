@@ -2,7 +2,9 @@
 
 Ids are immutable, so a compiled `RecordCodec` per id is kept for the process life (bounded
 LRU). A topic's latest ids are reused for `topic_ttl` seconds, and forgotten at once when this
-service registers or deletes under the topic.
+service registers or deletes under the topic, or, given `changes` (the embedded registry's
+`StoreChanges.version`), as soon as any process commits to the registry: with several workers
+on one SQLite file, none keeps encoding with a version another worker has superseded.
 """
 
 from __future__ import annotations
@@ -48,11 +50,13 @@ class SchemaResolver:
 
     def __init__(self, registry: SchemaRegistry, *, cache_size: int, topic_ttl: float,
                  on_cache_hit: Callable[[], None] = lambda: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 changes: Callable[[], int] = lambda: 0) -> None:
         self._registry = registry
         self._codecs = LRU(cache_size)
-        self._topics: dict[str, tuple[float, TopicSchemas]] = {}
+        self._topics: dict[str, tuple[float, int, TopicSchemas]] = {}
         self._ttl, self._clock, self._hit = topic_ttl, clock, on_cache_hit
+        self._changes = changes
 
     async def codec(self, schema_id: int, *, key: bool = False) -> RecordCodec:
         """The codec of a schema id (a key codec reads whole rows).
@@ -90,10 +94,12 @@ class SchemaResolver:
         Raises:
             SubjectNotFoundError: nothing is registered under the topic's value subject.
         """
+        # Read before fetching: an entry is stamped with the registry's state it may predate.
+        stamp = self._changes()
         cached = self._topics.get(topic)
-        if cached is not None and self._clock() - cached[0] < self._ttl:
+        if cached is not None and cached[1] == stamp and self._clock() - cached[0] < self._ttl:
             self._hit()
-            return cached[1]
+            return cached[2]
         value = await self._registry.get_version(subject_for(topic, SubjectKind.VALUE))
         try:
             key: RegisteredSchema | None = await self._registry.get_version(
@@ -105,7 +111,7 @@ class SchemaResolver:
             None if key is None else BoundSchema(key, await self.codec(key.id, key=True)),
             BoundSchema(value, await self.codec(value.id)),
         )
-        self._topics[topic] = (self._clock(), schemas)
+        self._topics[topic] = (self._clock(), stamp, schemas)
         return schemas
 
     def forget_topic(self, topic: str) -> None:
