@@ -287,8 +287,9 @@ class EmbeddedRegistry:
             _check_subject(subject)
         with self._store.transaction():
             if mode is RegistryMode.IMPORT and not force:
-                held = self._store.versions(subject) if subject else self._store.subjects(
-                    deleted=True)
+                # Confluent counts live subjects only: a soft-deleted one does not block.
+                held = [r for r in self._store.versions(subject) if not r.deleted] \
+                    if subject else self._store.subjects(deleted=False)
                 if held:
                     raise OperationNotPermittedError(
                         f"Cannot import since found existing subjects"

@@ -264,3 +264,14 @@ def test_registering_a_deleted_schema_again_drops_its_old_version(reg: EmbeddedR
     run(reg.delete_subject("s"))
     assert run(reg.register("s", A)).version == 3
     assert run(reg.versions("s", deleted=True)) == [2, 3]  # Confluent drops v1 (same id)
+
+
+def test_import_mode_needs_force_while_live_subjects_exist(reg: EmbeddedRegistry) -> None:
+    run(reg.register("s", A))
+    with pytest.raises(OperationNotPermittedError):
+        run(reg.set_mode(RegistryMode.IMPORT))
+    with pytest.raises(OperationNotPermittedError):
+        run(reg.set_mode(RegistryMode.IMPORT, "s"))
+    run(reg.delete_subject("s"))  # soft-deleted subjects do not count (Confluent)
+    assert run(reg.set_mode(RegistryMode.IMPORT, "s")) is RegistryMode.IMPORT
+    assert run(reg.set_mode(RegistryMode.IMPORT)) is RegistryMode.IMPORT
