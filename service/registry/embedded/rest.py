@@ -309,7 +309,8 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
 
 def _int_id(request: Request) -> int:
     text = str(request.path_params["id"])
-    if not text.isdigit():
+    # Ids are SQLite integers (< 2**63): a larger number names no schema either.
+    if not text.isascii() or not text.isdigit() or int(text) >= 1 << 63:
         raise _BadRequest(404, 40403, f"Schema {text} not found")
     return int(text)
 
