@@ -78,21 +78,13 @@ def _column_type(column: str, mysql_type: Any, sql_type: Any) -> tuple[ColumnTyp
 
 def derive_definition(schema: str, table: str, types: dict[str, ColumnType],
                       missing: dict[str, str], pk_names: list[str]) -> TableDefinition:
-    """The definition implied by one DML message's columns (in ``data`` order); built once
-    per distinct (table, columns, key) and shared, as definitions are immutable."""
-    return _definition(schema, table, tuple(types.items()), tuple(missing.items()),
-                       tuple(pk_names))
-
-
-@functools.lru_cache(maxsize=1024)
-def _definition(schema: str, table: str, typed: tuple[tuple[str, ColumnType], ...],
-                missing: tuple[tuple[str, str], ...], pk_names: tuple[str, ...]
-                ) -> TableDefinition:
-    types, key = dict(typed), set(pk_names)
+    """The definition implied by one DML message's columns (in ``data`` order). The decoder
+    calls it once per distinct row shape (it caches the result)."""
+    key = set(pk_names)
     columns = tuple(Column(name, t, nullable=name not in key) for name, t in types.items())
     return TableDefinition(
         schema, table, columns, tuple(n for n in types if n in key), exact=False,
-        source=SOURCE, missing=tuple(MissingFact(c, f) for c, f in missing))
+        source=SOURCE, missing=tuple(MissingFact(c, f) for c, f in missing.items()))
 
 
 _cached_column_type = functools.lru_cache(maxsize=4096)(_column_type)
