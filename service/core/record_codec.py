@@ -2,9 +2,10 @@
 
 Compiled once per registered schema (ids are immutable) and reused for every row: one fused
 converter + writer per field, the union branch bytes precomputed, so encoding a row is one
-pass over the fields with no intermediate datum. Decoding uses fastavro's reader and turns
-the datum into plain JSON; only when that fails is the body read again field by field
-(`avro_diagnosis`) to name the field, byte offset and reason. Rows are keyed by the record's
+pass over the fields with no intermediate datum. Decoding reads the body with the compiled
+reader of `_flatread` (a C extension built at install; fastavro's reader when it is absent or
+leaves a body to it) and turns the datum into plain JSON; only when fastavro fails too is the
+body read again field by field (`avro_diagnosis`) to name the field, byte offset and reason. Rows are keyed by the record's
 field names (the column names, sanitized as docs/flat-avro.md §2 says).
 """
 
@@ -29,6 +30,14 @@ from service.core.values import Decoder, Encoder, column_codec, extension_values
 
 __all__ = ["RecordCodec", "BodyDecodeError"]
 
+try:  # built by `pip install` when a C compiler is present (pyproject.toml ext-modules)
+    from service.core._flatread import Reader as _FastReader
+except ImportError:  # pragma: no cover - the suite asserts it is built (tests/core)
+    _FastReader = None
+
+FAST_READER = _FastReader is not None
+"""Whether bodies are read by the compiled reader first (False: fastavro alone)."""
+
 _VALUE_ERRORS = (DomainError, TemporalFormatError, UnicodeEncodeError, OverflowError)
 _EXTENSION_WRITERS = tuple((f["name"], writer_for(f["type"])) for f in EXTENSION_FIELDS)
 _EXTENSION_SPECS = tuple(FieldSpec(f["name"], f["type"], None) for f in EXTENSION_FIELDS)
@@ -51,7 +60,7 @@ class RecordCodec:
     """Encodes and decodes the rows of one flat-avro record schema (key or value)."""
 
     __slots__ = ("_writers", "_readers", "_names", "_allow_extra", "_parsed", "_specs",
-                 "extension")
+                 "_fast", "extension")
 
     def __init__(self, schema: dict[str, Any], *, allow_extra: bool = False) -> None:
         """Compile the codec of a registered record schema.
@@ -81,6 +90,8 @@ class RecordCodec:
         self._specs = tuple(FieldSpec(f.column.name, f.avro_type, f.null_branch)
                             for f in layout.fields) + (_EXTENSION_SPECS if layout.extension
                                                        else ())
+        self._fast = None if _FastReader is None else _FastReader(
+            [(spec.name, spec.avro_type, spec.null_branch) for spec in self._specs])
         self.extension = layout.extension
 
     def encode(self, row: Mapping[str, Any], *, update: bool = False,
@@ -129,16 +140,9 @@ class RecordCodec:
             BodyDecodeError: the body does not match the schema, or bytes are left over; the
                 message names the field and the byte offset in `data`, in plain words.
         """
-        stream = io.BytesIO(data)
-        if start:
-            stream.seek(start)
-        try:
-            datum = fastavro.schemaless_reader(stream, self._parsed, None)
-        except Exception as exc:  # fastavro raises EOFError, UnicodeDecodeError, ValueError...
-            raise self._undecodable(data, start, stream.tell()) from exc
-        if stream.tell() != len(data):
-            raise self._undecodable(data, start, stream.tell())
-        assert isinstance(datum, dict)  # a fresh dict: converted in place
+        datum = None if self._fast is None else self._fast.decode(data, start)
+        if datum is None:
+            datum = self._read_with_fastavro(data, start)
         name = ""
         try:
             for name, decode in self._readers:
@@ -150,6 +154,21 @@ class RecordCodec:
             where = "" if offset is None else f" (the value at byte {offset})"
             raise BodyDecodeError(f"field `{name}`: {exc}{where}",
                                   start if offset is None else offset, name) from exc
+        return datum
+
+    def _read_with_fastavro(self, data: bytes | memoryview, start: int) -> dict[str, Any]:
+        """The datum of a body the compiled reader left to fastavro (or of every body,
+        without it): fastavro accepts and refuses exactly what it always did."""
+        stream = io.BytesIO(data)
+        if start:
+            stream.seek(start)
+        try:
+            datum = fastavro.schemaless_reader(stream, self._parsed, None)
+        except Exception as exc:  # fastavro raises EOFError, UnicodeDecodeError, ValueError...
+            raise self._undecodable(data, start, stream.tell()) from exc
+        if stream.tell() != len(data):
+            raise self._undecodable(data, start, stream.tell())
+        assert isinstance(datum, dict)  # a fresh dict: converted in place
         return datum
 
     def _undecodable(self, data: bytes | memoryview, start: int, stopped: int
