@@ -5,8 +5,9 @@ converter + writer per field, the union branch bytes precomputed, so encoding a 
 pass over the fields with no intermediate datum. Decoding reads the body with the compiled
 reader of `_flatread` (a C extension built at install; fastavro's reader when it is absent or
 leaves a body to it) and turns the datum into plain JSON; only when fastavro fails too is the
-body read again field by field (`avro_diagnosis`) to name the field, byte offset and reason. Rows are keyed by the record's
-field names (the column names, sanitized as docs/flat-avro.md §2 says).
+body read again field by field (`avro_diagnosis`) to name the field, byte offset and reason.
+Rows are keyed by the record's field names (the column names, sanitized as docs/flat-avro.md
+§2 says).
 """
 
 from __future__ import annotations

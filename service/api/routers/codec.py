@@ -11,8 +11,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
-from service.api.body_route import CheckedBodyRoute, media_type
-from service.api.deps import RuntimeDep, require_read
+from service.api.body_route import CheckedBodyRoute, media_type, served_by
+from service.api.deps import RuntimeDep, require_read, runtime_of
 from service.api.models import (
     DecodeRequest,
     DecodeResponse,
@@ -55,6 +55,14 @@ async def topic_schemas(topic: TopicPath, runtime: RuntimeDep) -> TopicSchemasOu
             found.key.registered), value=registered_schema_out(found.value.registered))
 
 
+async def _encode(request: Request) -> Response:
+    runtime = runtime_of(request)
+    done = await encode_batch(runtime.resolver, request.path_params["topic"],
+                              await request.body())
+    runtime.metrics.records.labels("encode").inc(done.records)
+    return _json(done.body)
+
+
 @router.post("/v1/topics/{topic}/encode", operation_id="encodeRecords", tags=["codec"],
              summary="Encode a batch of changes into Kafka messages",
              description="Rows in plain JSON -> Confluent-framed key and value per record, "
@@ -64,10 +72,9 @@ async def topic_schemas(topic: TopicPath, runtime: RuntimeDep) -> TopicSchemasOu
                          "with every bad record's index, column and reason.",
              response_model=EncodeResponse, openapi_extra=documented_body(EncodeRequest),
              responses=problem(404, 413, 422, 502, 503))
+@served_by(_encode)
 async def encode(topic: TopicPath, request: Request, runtime: RuntimeDep) -> Response:
-    done = await encode_batch(runtime.resolver, topic, await request.body())
-    runtime.metrics.records.labels("encode").inc(done.records)
-    return _json(done.body)
+    return await _encode(request)  # documents the operation; `_encode` serves it
 
 
 @router.post("/v1/decode", operation_id="decodeMessages", tags=["codec"],
