@@ -29,6 +29,7 @@ from service.codec.errors import (
     InvalidRecordsError,
     UnconvertibleMessagesError,
 )
+from service.codec.offload import offload_to_threads
 from service.core.errors import ServiceError
 from service.registry.embedded.rest import create_registry_app
 
@@ -56,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.startup_error = exc
             raise
         app.state.runtime = runtime
+        offload_to_threads(settings.workers == 1)  # see service/codec/offload.py
         if runtime.embedded is not None:
             app.state.registry_app = RegistryGuard(
                 create_registry_app(runtime.embedded, max_body_bytes=settings.max_body_bytes),
@@ -69,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            offload_to_threads(True)
             await runtime.stop()
             log.info("stopped")
 

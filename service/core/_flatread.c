@@ -319,24 +319,353 @@ static PyTypeObject ReaderType = {
     .tp_new = PyType_GenericNew,
 };
 
+
+/* ---- Writer: the fast path of `RecordCodec.encode` ------------------------------------ */
+
+/* How a field's plain-JSON value is checked before it is written as is; anything else calls
+ * the field's Python converter. */
+enum check { C_CONVERT, C_INT_RANGE, C_TEXT_LIMIT };
+
+typedef struct {
+    PyObject *name;
+    int kind;
+    PyObject *null_prefix;  /* bytes, or NULL: NOT NULL */
+    PyObject *value_prefix; /* bytes (empty for NOT NULL) */
+    PyObject *convert;      /* the column's encoder, or NULL (identity) */
+    int check;
+    long long low, high;    /* C_INT_RANGE */
+    Py_ssize_t limit;       /* C_TEXT_LIMIT: characters */
+} wfield_t;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t count;
+    wfield_t *fields;
+} Writer;
+
+typedef struct {
+    char *data;
+    Py_ssize_t size, capacity;
+} buffer_t;
+
+static int
+reserve(buffer_t *out, Py_ssize_t more)
+{
+    if (out->size + more <= out->capacity) {
+        return 1;
+    }
+    Py_ssize_t capacity = out->capacity * 2 + more + 64;
+    char *grown = PyMem_Realloc(out->data, capacity);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    out->data = grown;
+    out->capacity = capacity;
+    return 1;
+}
+
+static int
+put(buffer_t *out, const char *data, Py_ssize_t size)
+{
+    if (!reserve(out, size)) {
+        return 0;
+    }
+    memcpy(out->data + out->size, data, size);
+    out->size += size;
+    return 1;
+}
+
+static int
+put_long(buffer_t *out, int64_t n)
+{
+    if (!reserve(out, 10)) {
+        return 0;
+    }
+    uint64_t z = ((uint64_t)n << 1) ^ (uint64_t)(n >> 63);
+    unsigned char *p = (unsigned char *)out->data + out->size;
+    while (z > 0x7f) {
+        *p++ = (unsigned char)((z & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    *p++ = (unsigned char)z;
+    out->size = (char *)p - out->data;
+    return 1;
+}
+
+/* 1: written; 0: not written here (no exception: the caller's Python path decides);
+ * -1: out of memory. */
+static int
+put_value(buffer_t *out, int kind, PyObject *datum)
+{
+    switch (kind) {
+    case K_INT:
+    case K_LONG: {
+        if (!PyLong_CheckExact(datum)) {
+            return 0;
+        }
+        int overflow;
+        long long n = PyLong_AsLongLongAndOverflow(datum, &overflow);
+        if (overflow || (n == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        return put_long(out, n) ? 1 : -1;
+    }
+    case K_STRING: {
+        if (!PyUnicode_CheckExact(datum)) {
+            return 0;
+        }
+        Py_ssize_t size;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(datum, &size);
+        if (utf8 == NULL) { /* a lone surrogate: the Python path names it */
+            PyErr_Clear();
+            return 0;
+        }
+        return put_long(out, size) && put(out, utf8, size) ? 1 : -1;
+    }
+    case K_BYTES:
+        if (!PyBytes_CheckExact(datum)) {
+            return 0;
+        }
+        return put_long(out, PyBytes_GET_SIZE(datum)) &&
+                       put(out, PyBytes_AS_STRING(datum), PyBytes_GET_SIZE(datum))
+                   ? 1
+                   : -1;
+    case K_FLOAT:
+    case K_DOUBLE: {
+        if (!PyFloat_CheckExact(datum)) {
+            return 0;
+        }
+        double d = PyFloat_AS_DOUBLE(datum);
+        int width = kind == K_FLOAT ? 4 : 8;
+        if (!reserve(out, width)) {
+            return -1;
+        }
+        int failed = kind == K_FLOAT ? PyFloat_Pack4(d, out->data + out->size, 1)
+                                     : PyFloat_Pack8(d, out->data + out->size, 1);
+        if (failed) { /* too large for a float: the Python path names it */
+            PyErr_Clear();
+            return 0;
+        }
+        out->size += width;
+        return 1;
+    }
+    }
+    return 0;
+}
+
+/* 1: written; 0: left to the Python path; -1: error (out of memory). */
+static int
+write_field(buffer_t *out, const wfield_t *field, PyObject *value)
+{
+    if (field->check == C_INT_RANGE && PyLong_CheckExact(value)) {
+        int overflow;
+        long long n = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (!overflow && !(n == -1 && PyErr_Occurred()) && n >= field->low && n <= field->high) {
+            return put_long(out, n) ? 1 : -1;
+        }
+        PyErr_Clear();
+    } else if (field->check == C_TEXT_LIMIT && PyUnicode_CheckExact(value) &&
+               PyUnicode_GET_LENGTH(value) <= field->limit) {
+        return put_value(out, K_STRING, value);
+    } else if (field->check == C_CONVERT && field->convert == NULL) {
+        return put_value(out, field->kind, value);
+    }
+    if (field->convert == NULL) {
+        return 0;
+    }
+    PyObject *datum = PyObject_CallOneArg(field->convert, value);
+    if (datum == NULL) { /* an invalid value: the Python path reports it */
+        PyErr_Clear();
+        return 0;
+    }
+    int written = put_value(out, field->kind, datum);
+    Py_DECREF(datum);
+    return written;
+}
+
+/* Writer.write(row) -> bytes | None */
+static PyObject *
+Writer_write(Writer *self, PyObject *row)
+{
+    if (!PyDict_CheckExact(row)) {
+        Py_RETURN_NONE;
+    }
+    buffer_t out = {NULL, 0, 0};
+    for (Py_ssize_t i = 0; i < self->count; i++) {
+        const wfield_t *field = &self->fields[i];
+        PyObject *value = PyDict_GetItemWithError(row, field->name);
+        if (value == NULL && PyErr_Occurred()) {
+            goto error;
+        }
+        int written;
+        if (value == NULL || value == Py_None) {
+            if (field->null_prefix == NULL) {
+                goto not_here; /* NOT NULL: the Python path reports it */
+            }
+            written = put(&out, PyBytes_AS_STRING(field->null_prefix),
+                          PyBytes_GET_SIZE(field->null_prefix)) ? 1 : -1;
+        } else {
+            written = put(&out, PyBytes_AS_STRING(field->value_prefix),
+                          PyBytes_GET_SIZE(field->value_prefix))
+                          ? write_field(&out, field, value)
+                          : -1;
+        }
+        if (written < 0) {
+            goto error;
+        }
+        if (written == 0) {
+            goto not_here;
+        }
+    }
+    PyObject *body = PyBytes_FromStringAndSize(out.data ? out.data : "", out.size);
+    PyMem_Free(out.data);
+    return body;
+not_here:
+    PyMem_Free(out.data);
+    Py_RETURN_NONE;
+error:
+    PyMem_Free(out.data);
+    return NULL;
+}
+
+static void
+Writer_dealloc(Writer *self)
+{
+    for (Py_ssize_t i = 0; i < self->count; i++) {
+        wfield_t *f = &self->fields[i];
+        Py_XDECREF(f->name);
+        Py_XDECREF(f->null_prefix);
+        Py_XDECREF(f->value_prefix);
+        Py_XDECREF(f->convert);
+    }
+    PyMem_Free(self->fields);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Writer(fields): each (name, avro type, null prefix bytes | None, value prefix bytes,
+ * converter | None, check) where check is None, ("int", low, high) or ("text", limit). */
+static int
+Writer_init(Writer *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *fields;
+    static char *keywords[] = {"fields", NULL};
+    if (self->fields != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Writer is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:Writer", keywords, &fields)) {
+        return -1;
+    }
+    PyObject *items = PySequence_Fast(fields, "fields must be a sequence");
+    if (items == NULL) {
+        return -1;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+    self->fields = PyMem_Calloc(count ? count : 1, sizeof(wfield_t));
+    if (self->fields == NULL) {
+        Py_DECREF(items);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *name, *type, *null_prefix, *value_prefix, *convert, *check;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "UUOSOO:field", &name, &type,
+                              &null_prefix, &value_prefix, &convert, &check)) {
+            goto fail;
+        }
+        wfield_t f = {0};
+        f.kind = kind_of(type);
+        if (f.kind < 0) {
+            PyErr_Format(PyExc_ValueError, "field %R: Avro type %R is not a flat-avro type",
+                         name, type);
+            goto fail;
+        }
+        if (null_prefix != Py_None && !PyBytes_Check(null_prefix)) {
+            PyErr_Format(PyExc_TypeError, "field %R: null prefix must be bytes or None", name);
+            goto fail;
+        }
+        f.check = C_CONVERT;
+        if (check != Py_None) {
+            const char *what;
+            if (!PyTuple_Check(check) || PyTuple_GET_SIZE(check) < 2 ||
+                !(what = PyUnicode_AsUTF8(PyTuple_GET_ITEM(check, 0)))) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_ValueError, "field %R: bad check %R", name, check);
+                goto fail;
+            }
+            if (strcmp(what, "int") == 0 && PyTuple_GET_SIZE(check) == 3) {
+                f.check = C_INT_RANGE;
+                f.low = PyLong_AsLongLong(PyTuple_GET_ITEM(check, 1));
+                f.high = PyLong_AsLongLong(PyTuple_GET_ITEM(check, 2));
+            } else if (strcmp(what, "text") == 0 && PyTuple_GET_SIZE(check) == 2) {
+                f.check = C_TEXT_LIMIT;
+                f.limit = PyLong_AsSsize_t(PyTuple_GET_ITEM(check, 1));
+            } else {
+                PyErr_Format(PyExc_ValueError, "field %R: bad check %R", name, check);
+                goto fail;
+            }
+            if (PyErr_Occurred()) {
+                goto fail;
+            }
+        }
+        Py_INCREF(name);
+        PyUnicode_InternInPlace(&name);
+        f.name = name;
+        f.null_prefix = null_prefix == Py_None ? NULL : Py_NewRef(null_prefix);
+        f.value_prefix = Py_NewRef(value_prefix);
+        f.convert = convert == Py_None ? NULL : Py_NewRef(convert);
+        self->fields[i] = f;
+        self->count = i + 1;
+    }
+    Py_DECREF(items);
+    return 0;
+fail:
+    Py_DECREF(items);
+    return -1;
+}
+
+static PyMethodDef Writer_methods[] = {
+    {"write", (PyCFunction)Writer_write, METH_O,
+     "write(row) -> bytes | None\n\nThe Avro body of `row` (a dict); None when it is not "
+     "written here (a value its checks do not pass, a missing NOT NULL column): the caller's "
+     "Python path writes it or reports every invalid column."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject WriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "service.core._flatread.Writer",
+    .tp_basicsize = sizeof(Writer),
+    .tp_dealloc = (destructor)Writer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Writer(fields): writes the bodies of one flat Avro record schema.",
+    .tp_methods = Writer_methods,
+    .tp_init = (initproc)Writer_init,
+    .tp_new = PyType_GenericNew,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "service.core._flatread",
-    .m_doc = "The fast path of flat Avro body decoding (see RecordCodec.decode).",
+    .m_doc = "The fast paths of flat Avro bodies: Reader (RecordCodec.decode) and Writer "
+             "(RecordCodec.encode).",
     .m_size = -1,
 };
 
 PyMODINIT_FUNC
 PyInit__flatread(void)
 {
-    if (PyType_Ready(&ReaderType) < 0) {
+    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&WriterType) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) {
         return NULL;
     }
-    if (PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0) {
+    if (PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0 ||
+        PyModule_AddObjectRef(m, "Writer", (PyObject *)&WriterType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

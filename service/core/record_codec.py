@@ -33,11 +33,13 @@ __all__ = ["RecordCodec", "BodyDecodeError"]
 
 try:  # built by `pip install` when a C compiler is present (pyproject.toml ext-modules)
     from service.core._flatread import Reader as _FastReader
+    from service.core._flatread import Writer as _FastWriter
 except ImportError:  # pragma: no cover - the suite asserts it is built (tests/core)
-    _FastReader = None
+    _FastReader = _FastWriter = None
 
 FAST_READER = _FastReader is not None
-"""Whether bodies are read by the compiled reader first (False: fastavro alone)."""
+"""Whether bodies are read and written by the compiled reader and writer first (False: the
+Python paths alone)."""
 
 _VALUE_ERRORS = (DomainError, TemporalFormatError, UnicodeEncodeError, OverflowError)
 _EXTENSION_WRITERS = tuple((f["name"], writer_for(f["type"])) for f in EXTENSION_FIELDS)
@@ -61,7 +63,7 @@ class RecordCodec:
     """Encodes and decodes the rows of one flat-avro record schema (key or value)."""
 
     __slots__ = ("_writers", "_readers", "_names", "_allow_extra", "_parsed", "_specs",
-                 "_fast", "extension")
+                 "_fast", "_fast_writer", "extension")
 
     def __init__(self, schema: dict[str, Any], *, allow_extra: bool = False) -> None:
         """Compile the codec of a registered record schema.
@@ -83,6 +85,12 @@ class RecordCodec:
         # Only fields whose datum differs from the plain-JSON value need a decoder call.
         self._readers = tuple((f.column.name, decode) for f, _, decode in compiled
                               if decode is not identity)
+        # The compiled writer takes the valid rows whose values pass each converter's fast
+        # check (or its converter); any other row is written (or refused, every bad column
+        # named) by the Python path below, so both give the same bytes and errors.
+        self._fast_writer = None if _FastWriter is None else _FastWriter([
+            (f.column.name, f.avro_type, *_prefixes(f), encode, _fast_check(encode))
+            for f, encode, _ in compiled])
         self._names = frozenset(f.column.name for f in layout.fields)
         self._allow_extra = allow_extra
         # Read decimals as their raw bytes: formatting the unscaled integer is exact and
@@ -104,6 +112,11 @@ class RecordCodec:
             RowValidationError: listing every invalid column (missing NOT NULL ones, wrong
                 JSON types, out-of-domain values, unknown columns).
         """
+        if self._fast_writer is not None and (self._allow_extra
+                                              or self._names.issuperset(row)):
+            body = self._fast_writer.write(row)
+            if body is not None:
+                return body + self._extension(update, commit_ts) if self.extension else body
         parts: list[bytes] = []
         errors: list[InvalidValueError] = []
         for name, (null_bytes, value_bytes), write in self._writers:
@@ -129,9 +142,13 @@ class RecordCodec:
         if errors:
             raise RowValidationError(errors)
         if self.extension:
-            values = extension_values(update=update, commit_ts=commit_ts)
-            parts.extend(write(values[name]) for name, write in _EXTENSION_WRITERS)
+            parts.append(self._extension(update, commit_ts))
         return b"".join(parts)
+
+    @staticmethod
+    def _extension(update: bool, commit_ts: int) -> bytes:
+        values = extension_values(update=update, commit_ts=commit_ts)
+        return b"".join(write(values[name]) for name, write in _EXTENSION_WRITERS)
 
     def decode(self, data: bytes | memoryview, start: int = 0) -> dict[str, Any]:
         """The plain-JSON row (plus extension fields, if any) of the Avro body that starts at
@@ -191,6 +208,16 @@ def _codec(field: RecordField) -> tuple[Encoder, Decoder]:
     if col_type.family is TypeFamily.DECIMAL and string_decimal:  # scale unknown: as written
         return (lambda v: format(decimal_from_text(_text_value(v)), "f")), identity
     return column_codec(col_type, field.options)
+
+
+def _fast_check(encode: Encoder) -> tuple[Any, ...] | None:
+    """The check the compiled writer may make instead of calling `encode` (its own fast
+    path: an int in a range, a str up to a length), when its bounds fit 64 bits."""
+    check = getattr(encode, "fast_check", None)
+    if check is None or not all(type(n) is int and -(1 << 63) <= n < 1 << 63
+                                for n in check[1:]):
+        return None
+    return tuple(check)
 
 
 def _fused(encode: Encoder, write: Writer) -> Writer:

@@ -231,6 +231,7 @@ def _text_encoder(col_type: ColumnType) -> Encoder:
         check_length(col_type, len(text))
         return text
 
+    encode.fast_check = ("text", limit)  # type: ignore[attr-defined]  # its fast path, for C
     return encode
 
 
@@ -253,6 +254,7 @@ def _integer_codec(col_type: ColumnType, options: SchemaOptions) -> tuple[Encode
                 return value
             return check_int(col_type, _require_int(value))
 
+        encode_int.fast_check = ("int", low, high)  # type: ignore[attr-defined]  # for C
         return encode_int, identity
     if options.bigint_unsigned_handling_mode is BigintUnsignedHandlingMode.STRING:
         return (lambda v: str(check_int(col_type, _require_int(v)))), _integer_text_decoder(

@@ -187,3 +187,49 @@ def test_a_body_left_to_fastavro_decodes_as_before() -> None:
     body = b"\x82" + b"\x80" * 9 + b"\x00"
     assert codec._fast is not None and codec._fast.decode(body) is None
     assert codec.decode(body) == {"id": 1}
+
+
+ODD_VALUES = [None, True, False, 0, -1, 2**31, -(2**31) - 1, 2**63, -(2**63) - 1, 2**64, 1.5,
+              float("nan"), float("inf"), 3.5e38, -3.5e38, 1e308, "", "x", "x" * 300,
+              "\ud800", "12.345", "-0.01", "99999999999999999999999999", "AAA=", "not base64!",
+              "2024-03-11 08:51:01.461", "10:00:00", "new", "a,b", [], {}, b"raw"]
+
+
+def _outcome(codec: RecordCodec, row: dict[str, Any]) -> Any:
+    try:
+        return codec.encode(row, update=True, commit_ts=449_000_000_000_000_000)
+    except Exception as exc:  # noqa: BLE001 - compared, type and errors
+        errors = getattr(exc, "errors", None)
+        return type(exc), None if errors is None else [e.to_dict() for e in errors]
+
+
+@pytest.mark.parametrize("options", [PRECISE, STRINGS, EXTENDED],
+                         ids=["precise-long", "string-string", "extension"])
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_compiled_writer_writes_and_refuses_what_python_does(options: Any,
+                                                                  data: st.DataObject) -> None:
+    """Edge rows with some columns replaced by odd values (wrong types, out of range, too
+    long, lone surrogates, missing, extra): the same bytes, or the same errors, on both
+    paths."""
+    schema = generate_schemas(EDGE_TABLE, options).value_schema
+    fast, slow = RecordCodec(schema), RecordCodec(schema)
+    slow._fast_writer = None
+    row = dict(data.draw(st.sampled_from([EDGE_ROW, MIN_ROW])))
+    for column in data.draw(st.lists(st.sampled_from(sorted(row)), max_size=4, unique=True)):
+        if data.draw(st.booleans()):
+            del row[column]
+        else:
+            row[column] = data.draw(st.sampled_from(ODD_VALUES))
+    if data.draw(st.integers(0, 9)) == 0:
+        row["not_a_column"] = 1
+    assert _outcome(fast, row) == _outcome(slow, row)
+
+
+@pytest.mark.parametrize("options", [PRECISE, STRINGS, EXTENDED],
+                         ids=["precise-long", "string-string", "extension"])
+@pytest.mark.parametrize("row", [EDGE_ROW, MIN_ROW], ids=["max", "min"])
+def test_the_compiled_writer_takes_the_edge_rows(options: Any, row: Any) -> None:
+    schema = generate_schemas(EDGE_TABLE, options).value_schema
+    codec = RecordCodec(schema)
+    assert codec._fast_writer is not None and codec._fast_writer.write(row) is not None
