@@ -54,7 +54,8 @@ dist: check-dist
 $(CHECKS):
 	@PYTHON='$(PYTHON)' sh deploy/prereqs.sh $(@:check-%=%)
 
-$(SERVICE): pyproject.toml
+# The C extension (service/core/_flatread.c) is built by the editable install: rebuild on change.
+$(SERVICE): pyproject.toml service/core/_flatread.c
 	@test -x $(BIN)/python || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
 	@echo "installing the service's Python packages into $(VENV)" \
 		"(~10 MB download, ~50 MB installed)"

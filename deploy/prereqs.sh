@@ -52,6 +52,18 @@ setup|test|demo|bench)
     ;;
 esac
 
+# The compiled reader/writer (service/core/_flatread.c) is optional for the service (it falls
+# back to fastavro and Python), but the suite and the benchmarks measure it.
+case $target in
+test|bench)
+    if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
+        add "a C compiler (cc; Debian: apt-get install gcc) for service/core/_flatread.c (make test/bench build and measure it)" not-run
+    elif command -v "$python" >/dev/null 2>&1 && ! "$python" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then
+        add "Python's C headers (Python.h; Debian: apt-get install python3-dev) for service/core/_flatread.c (make test/bench build it)" not-run
+    fi
+    ;;
+esac
+
 if [ "$target" = test ] && ! command -v chromium >/dev/null 2>&1 \
         && ! command -v chromium-browser >/dev/null 2>&1 \
         && { ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; }; then

@@ -79,6 +79,13 @@ def test_service_image_installs_the_service_alone() -> None:
     assert "spark_jobs" not in copied(dockerfile)
     install = only(dockerfile, "RUN")
     assert "pip install --no-cache-dir . " in install and "[" not in install
+    # The compiled reader/writer is built (gcc present during the pip install, then removed)
+    # and the build is checked, so the image never falls back to the slow path unnoticed.
+    steps = [step.strip() for step in install.split("&&")]
+    build = steps.index("pip install --no-cache-dir .")
+    assert any("install" in s and " gcc" in s for s in steps[:build])
+    assert 'python -c "import service.core._flatread"' in steps[build + 1:]
+    assert any("purge" in s and " gcc" in s for s in steps[build + 1:])
 
 
 def test_service_image_keeps_the_registry_in_a_volume_its_user_owns() -> None:
