@@ -92,8 +92,10 @@ OPERATIONS: tuple[Operation, ...] = (
         ("200-schema_types",), returns="SchemaTypes"),
     _op("get", "/schemas/ids/{id}", "getSchemaById", "schemas", "A schema by its id",
         "The schema string registered under the global id. Ids are never reused: after a "
-        "hard delete of every version using it, the id answers 40403.",
-        ("200-schema_by_id", "404-schema_not_found"), "id", returns="SchemaString"),
+        "hard delete of every version using it, the id answers 40403. `fetchMaxId=true` "
+        "adds `maxId`, the highest id handed out.",
+        ("200-schema_by_id", "404-schema_not_found"), "id", "fetchMaxId",
+        returns="SchemaString"),
     _op("get", "/schemas/ids/{id}/schema", "getSchemaTextById", "schemas",
         "A schema by its id, unwrapped", "The schema itself as JSON (not in a `schema` "
         "string).", ("200-schema_text", "404-schema_not_found"), "id", returns="AvroSchema"),
@@ -129,18 +131,20 @@ OPERATIONS: tuple[Operation, ...] = (
         "subject", "permanent", write=True, returns="Versions"),
     _op("get", f"{_S}/versions", "listVersions", "subjects", "List a subject's versions",
         "Live version numbers, ascending; `deleted` adds soft-deleted ones, `deletedOnly` "
-        "lists only those.",
+        "lists only those, `deletedAsNegative` adds them as negative numbers.",
         ("200-versions", "200-versions_deleted", "200-versions_deleted_only",
-         "404-subject_not_found"), "subject", "deletedVersions", "deletedOnly", *_PAGE,
+         "404-subject_not_found"), "subject", "deletedVersions", "deletedOnly",
+        "deletedAsNegative", *_PAGE,
         returns="Versions"),
     _op("post", f"{_S}/versions", "registerSchema", "subjects", "Register a schema",
         "Registers the schema as the subject's next version, if the subject's compatibility "
         "level allows it (409 explains why not); registering it again returns the same id "
         "and version. The schema is validated (defaults included) and stored in Java Avro's "
         "compact form; `normalize=true` stores Confluent's normalized form. In IMPORT mode "
-        "the body names the schema's `id` (and may name its `version`).",
+        "the body names the schema's `id` (and may name its `version`). `force=true` skips "
+        "the compatibility check.",
         ("200-registered", "200-imported", "409-incompatible_schema", *_BAD_BODY, *_INVALID,
-         "422-read_only", "422-import_needs_id"), "subject", "normalize",
+         "422-read_only", "422-import_needs_id"), "subject", "normalize", "forceRegister",
         body="RegisterSchemaRequest", requests=(*_SCHEMA_BODY, "import_v1"), write=True,
         returns="RegisterSchemaResponse"),
     _op("get", _SV, "getVersion", "subjects", "One version of a subject",
@@ -204,8 +208,8 @@ OPERATIONS: tuple[Operation, ...] = (
         returns="ConfigUpdated"),
     _op("delete", "/config/{subject}", "deleteSubjectLevel", "config",
         "Remove a subject's compatibility level", "The global level applies to the subject "
-        "again; returns the level it had (40408 when it had none).",
-        ("200-subject_level_removed", "404-subject_level_not_found"), "subject", write=True,
+        "again; returns the level it had (40401 when it had none, as Confluent answers).",
+        ("200-subject_level_removed", "404-subject_not_found"), "subject", write=True,
         returns="Config"),
     _op("get", "/mode", "getGlobalMode", "mode", "The global mode",
         "READWRITE until set.", ("200-mode",), returns="Mode"),
@@ -225,8 +229,9 @@ OPERATIONS: tuple[Operation, ...] = (
         body="ModeUpdateRequest", requests=("mode_readonly", "mode_invalid"), write=True,
         returns="Mode"),
     _op("delete", "/mode/{subject}", "deleteSubjectMode", "mode", "Remove a subject's mode",
-        "The global mode applies to the subject again; returns the mode it had (40409 when "
-        "it had none).", ("200-mode_removed", "404-subject_mode_not_found"), "subject",
+        "The global mode applies to the subject again; returns the mode it had (40401 when "
+        "it had none, as Confluent answers).", ("200-mode_removed", "404-subject_not_found"),
+        "subject",
         write=True, returns="Mode"),
 )
 """Every operation of the embedded registry's REST app, in the page's order."""

@@ -57,7 +57,9 @@ SCHEMAS: dict[str, Any] = {
     "Schema": _object(["subject", "version", "id", "schema"], subject=_string("The subject"),
                       version=_INT, id=_INT, schema=_string("The schema as stored")),
     "Schemas": {"type": "array", "items": {"$ref": "#/components/schemas/Schema"}},
-    "SchemaString": _object(["schema"], schema=_string("The schema as stored")),
+    "SchemaString": _object(["schema"], schema=_string("The schema as stored"),
+                            maxId={**_INT, "description": "With `fetchMaxId=true`: the "
+                                   "highest id handed out (deleted ones included)"}),
     "AvroSchema": {"description": "An Avro schema as JSON: an object, an array (a union) or "
                                   "a string (a primitive type)"},
     "SchemaTypes": {"type": "array", "items": {"type": "string", "enum": ["AVRO"]}},
@@ -123,6 +125,10 @@ PARAMETERS: dict[str, Any] = {
     "defaultToGlobal": _query("defaultToGlobal", "Without a setting of its own, answer the "
                               "global one"),
     "force": _query("force", "Set IMPORT although subjects exist"),
+    "forceRegister": _query("force", "Register without checking compatibility"),
+    "fetchMaxId": _query("fetchMaxId", "Also answer `maxId`, the highest id handed out"),
+    "deletedAsNegative": _query("deletedAsNegative", "Include soft-deleted versions, as "
+                                "negative numbers"),
     "offset": _query("offset", "Skip this many items", {"type": "integer", "minimum": 0,
                                                         "default": 0}),
     "limit": _query("limit", "At most this many items (negative: all)",

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from service.registry.compatibility import InvalidSchemaError, parse_avro
+from service.registry.java_json import java_json
 
 __all__ = ["canonical_schema", "StoredForm", "stored_form"]
 
@@ -52,12 +53,7 @@ def stored_form(text: str, *, normalize: bool = False) -> StoredForm:
     """
     parse_avro(text)
     document = _JavaForm(normalize).schema(json.loads(text), None)
-    return StoredForm(_dumps(document, sort_keys=False), _dumps(document, sort_keys=True))
-
-
-def _dumps(document: Any, *, sort_keys: bool) -> str:
-    # Jackson's compact output: no spaces, non-ASCII characters written as they are.
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
+    return StoredForm(java_json(document), java_json(document, sort_keys=True))
 
 
 class _JavaForm:

@@ -35,6 +35,7 @@ from service.registry.errors import (
     RegistryUnavailableError,
     SubjectConfigNotFoundError,
     SubjectModeNotFoundError,
+    SubjectNotFoundError,
 )
 from service.registry.interface import VersionSpec
 from service.registry.model import RegisteredSchema, RegistryMode
@@ -301,25 +302,38 @@ class HttpSchemaRegistry:
 
     async def configured_compatibility(self, subject: str | None = None
                                        ) -> CompatibilityLevel | None:
+        """The subject's own level, None without one (40408); for the global level Confluent
+        answers its default when none was set, so that is never None."""
         try:
             return await self.get_compatibility(subject)
         except SubjectConfigNotFoundError:  # 40408: the subject has no level of its own
             return None
 
     async def delete_compatibility(self, subject: str | None = None) -> CompatibilityLevel:
+        """Remove the subject's level (or reset the global one); returns the level removed.
+
+        Raises:
+            SubjectConfigNotFoundError: the subject has no level of its own (Confluent
+                answers 40401 "subject not found" there).
+        """
         path = "config" if subject is None else f"config/{_q(subject)}"
-        body = await self._request("DELETE", path)
+        try:
+            body = await self._request("DELETE", path)
+        except SubjectNotFoundError as exc:
+            raise SubjectConfigNotFoundError(
+                f"subject {subject!r} has no compatibility level of its own ({exc.message})",
+                subject=subject) from exc
         return CompatibilityLevel(body.get("compatibilityLevel") or body.get("compatibility"))
 
     async def get_mode(self, subject: str | None = None) -> RegistryMode:
         path = "mode" if subject is None else f"mode/{_q(subject)}"
         body = await self._request("GET", path, params={"defaultToGlobal": "true"})
-        return RegistryMode(body["mode"])
+        return _mode(body)
 
     async def configured_mode(self, subject: str | None = None) -> RegistryMode | None:
         path = "mode" if subject is None else f"mode/{_q(subject)}"
         try:
-            return RegistryMode((await self._request("GET", path))["mode"])
+            return _mode(await self._request("GET", path))
         except SubjectModeNotFoundError:  # 40409: the subject has no mode of its own
             return None
 
@@ -328,10 +342,21 @@ class HttpSchemaRegistry:
         path = "mode" if subject is None else f"mode/{_q(subject)}"
         body = await self._request("PUT", path, json={"mode": mode.value},
                                    params={"force": _b(force)})
-        return RegistryMode(body["mode"])
+        return _mode(body)
 
     async def delete_mode(self, subject: str) -> RegistryMode:
-        return RegistryMode((await self._request("DELETE", f"mode/{_q(subject)}"))["mode"])
+        """Remove the subject's mode; returns the mode removed.
+
+        Raises:
+            SubjectModeNotFoundError: the subject has no mode of its own (Confluent answers
+                40401 "subject not found" there).
+        """
+        try:
+            return _mode(await self._request("DELETE", f"mode/{_q(subject)}"))
+        except SubjectNotFoundError as exc:
+            raise SubjectModeNotFoundError(
+                f"subject {subject!r} has no mode of its own ({exc.message})",
+                subject=subject) from exc
 
 
 def _reason(exc: httpx.TransportError) -> str:
@@ -347,6 +372,25 @@ def _reason(exc: httpx.TransportError) -> str:
             return text.lower()
         cause = cause.__cause__ or cause.__context__
     return str(exc).lower() or type(exc).__name__
+
+
+def _mode(body: Any) -> RegistryMode:
+    """A mode a registry answered. READONLY_OVERRIDE (deprecated since CP 7.9 for a global
+    READONLY) refuses writes as READONLY does; FORWARD (cluster linking) has no equivalent.
+
+    Raises:
+        RegistryServerError: a mode this service does not know, named (the registry's answer
+            cannot be used: 502, not the caller's mistake).
+    """
+    value = str(body.get("mode") if isinstance(body, dict) else body).upper()
+    if value == "READONLY_OVERRIDE":
+        return RegistryMode.READONLY
+    try:
+        return RegistryMode(value)
+    except ValueError as exc:
+        raise RegistryServerError(
+            f"the schema registry answered mode {value!r}, which this service does not "
+            "support (known: READWRITE, READONLY, IMPORT)", mode=value) from exc
 
 
 def _q(subject: str) -> str:

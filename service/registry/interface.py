@@ -62,7 +62,8 @@ class SchemaRegistry(Protocol):
 
     async def set_compatibility(self, level: CompatibilityLevel,
                                 subject: str | None = None) -> CompatibilityLevel:
-        """Set the level of a subject (or the global one)."""
+        """Set the level of a subject (or the global one); refused (`ReadOnlyModeError`, 42205)
+        while the subject (or, global, the registry) is READONLY, as Confluent refuses it."""
         ...
 
     async def check_compatibility(self, subject: str, schema: str,
@@ -87,7 +88,12 @@ class SchemaRegistry(Protocol):
         ...
 
     async def delete_compatibility(self, subject: str | None = None) -> CompatibilityLevel:
-        """Remove the subject's level (or reset the global one); returns the level removed."""
+        """Remove the subject's level (or reset the global one); returns the level removed.
+
+        Raises:
+            SubjectConfigNotFoundError: the subject has no level of its own.
+            ReadOnlyModeError: READONLY mode, as for `set_compatibility`.
+        """
         ...
 
     async def configured_mode(self, subject: str | None = None) -> RegistryMode | None:
@@ -95,5 +101,9 @@ class SchemaRegistry(Protocol):
         ...
 
     async def delete_mode(self, subject: str) -> RegistryMode:
-        """Remove the subject's mode; returns the mode removed."""
+        """Remove the subject's mode; returns the mode removed.
+
+        Raises:
+            SubjectModeNotFoundError: the subject has no mode of its own.
+        """
         ...

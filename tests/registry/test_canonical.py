@@ -14,6 +14,13 @@ from service.registry.errors import InvalidSchemaError
 # Schema.toJson rules, not computed.
 JAVA_FORMS: list[tuple[Any, str]] = [
     ({"type": "string"}, '"string"'),
+    # Jackson writes doubles as Java's Double.toString (Python's str() of avro.schema.parse
+    # differs here too: spaces, key order, repeated namespaces), control characters as \uXXXX
+    ({"type": "record", "name": "N", "fields": [
+        {"name": "d", "type": "double", "default": 1e10, "doc": "tab\tbell\u0007"},
+        {"name": "e", "type": "float", "default": 0.0001, "x": -2.5e-7}]},
+     '{"type":"record","name":"N","fields":[{"name":"d","type":"double","doc":"tab\\tbell'
+     '\\u0007","default":1.0E10},{"name":"e","type":"float","default":1.0E-4,"x":-2.5E-7}]}'),
     ("int", '"int"'),
     ({"type": "long", "doc": "reserved: dropped", "name": "too"}, '"long"'),
     ({"type": "long", "connect.name": "x", "logicalType": "timestamp-millis"},

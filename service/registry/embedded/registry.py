@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from service.registry.canonical import StoredForm, canonical_schema, stored_form
+from service.registry.canonical import StoredForm, stored_form
 from service.registry.compatibility import (
     CompatibilityLevel,
     CompatibilityVerdict,
@@ -103,8 +103,8 @@ class EmbeddedRegistry:
     # -- writes ---------------------------------------------------------------------------
     async def register(self, subject: str, schema: str, *, normalize: bool = False,
                        references: Sequence[Mapping[str, Any]] = (),
-                       schema_id: int | None = None, version: int | None = None
-                       ) -> RegisteredSchema:
+                       schema_id: int | None = None, version: int | None = None,
+                       force: bool = False) -> RegisteredSchema:
         """Register `schema` under `subject` (idempotent), as Confluent's registry does.
 
         Args:
@@ -115,6 +115,8 @@ class EmbeddedRegistry:
                 any is refused (42201), naming it.
             schema_id: the id to keep (IMPORT mode only).
             version: the version to create; outside IMPORT mode it must be the next one.
+            force: skip the compatibility check (``?force=true``, added in the newest
+                Confluent Platform, 2026).
 
         Raises:
             ReadOnlyModeError, OperationNotPermittedError: the mode forbids it (42205).
@@ -122,28 +124,29 @@ class EmbeddedRegistry:
             IncompatibleSchemaError: refused by the subject's compatibility level (40901).
         """
         _check_subject(subject)
-        importing = await self._require_register_mode(subject, importing=schema_id is not None)
+        importing = self._require_register_mode(subject, importing=schema_id is not None)
         self._refuse_references(references)
         form = stored_form(schema, normalize=normalize and not importing)
         if importing:
             assert schema_id is not None
-            return self._import(subject, form, schema, schema_id, version)
+            return self._import(subject, form, schema_id, version)
         check_defaults(parse_avro(schema))  # Confluent validates defaults of new schemas
         # The compatibility check can take seconds of CPU for a wide table: run it in a worker
         # thread against the versions seen now, and redo it inside the transaction only if
         # the subject changed meanwhile.
-        level = self._effective_level(subject)
+        level = self._level_for_registration(subject, force)
         seen = [(r.version, r.schema) for r in self._store.versions(subject) if not r.deleted]
         early = await anyio.to_thread.run_sync(check_compatibility, form.text, seen, level)
         with self._store.transaction():
+            self._require_register_mode(subject, importing=False)
             rows = self._store.versions(subject)
-            held = self._id_of(form, schema)
+            held = self._store.schema_id_for(form.identity)
             for row in rows:
                 if row.schema_id == held and not row.deleted:
                     return RegisteredSchema(subject, row.version, row.schema_id, row.schema)
             number = _next_version(rows, version)
             live = [(r.version, r.schema) for r in rows if not r.deleted]
-            now = self._effective_level(subject)
+            now = self._level_for_registration(subject, force)
             verdict = early if live == seen and level == now else check_compatibility(
                 form.text, live, now)
             if not verdict.compatible:
@@ -153,12 +156,13 @@ class EmbeddedRegistry:
             self._store_version(subject, number, held, rows)
         return RegisteredSchema(subject, number, held, self._store.schema_by_id(held) or "")
 
-    def _import(self, subject: str, form: StoredForm, schema: str, schema_id: int,
+    def _import(self, subject: str, form: StoredForm, schema_id: int,
                 version: int | None) -> RegisteredSchema:
         """IMPORT mode: keep the given id (and version); no compatibility or default checks."""
         with self._store.transaction():
+            self._require_register_mode(subject, importing=True)
             rows = self._store.versions(subject)
-            held = self._id_of(form, schema)
+            held = self._store.schema_id_for(form.identity)
             if held is not None and held != schema_id:
                 raise OperationNotPermittedError(
                     f"This schema is already registered with id {held}; the embedded registry "
@@ -192,13 +196,6 @@ class EmbeddedRegistry:
                 self._store.remove(subject, row.version)
         self._store.insert_version(subject, number, schema_id)
 
-    def _id_of(self, form: StoredForm, schema: str) -> int | None:
-        """The id of a stored schema with this identity (rows stored before the Java form
-        was kept are keyed by the text's legacy canonical form)."""
-        found = self._store.schema_id_for(form.identity)
-        return found if found is not None else self._store.schema_id_for(
-            canonical_schema(schema))
-
     def _refuse_references(self, references: Sequence[Mapping[str, Any]]) -> None:
         for i, ref in enumerate(references):
             name, target = ref.get("name"), ref.get("subject")
@@ -213,8 +210,8 @@ class EmbeddedRegistry:
                 f"{number!r}): {why}", field=f"references[{i}]", reference=dict(ref))
 
     async def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
-        await self._require_writable(subject)
         with self._store.transaction():
+            self._require_writable(subject)
             rows = self._store.versions(subject)
             if not rows:
                 raise SubjectNotFoundError(f"Subject '{subject}' not found.", subject=subject)
@@ -225,7 +222,7 @@ class EmbeddedRegistry:
                         f"Subject '{subject}' was not deleted first before being permanently "
                         "deleted", subject=subject)
                 self._store.remove(subject)
-                self._forget_if_empty(subject)
+                self._forget_if_empty(subject, [r.schema_id for r in rows])
                 return [r.version for r in rows]
             if not live:
                 raise SubjectSoftDeletedError(
@@ -237,8 +234,8 @@ class EmbeddedRegistry:
     async def delete_version(self, subject: str, version: VersionSpec, *,
                              permanent: bool = False) -> int:
         number = parse_version(version)
-        await self._require_writable(subject)
         with self._store.transaction():
+            self._require_writable(subject)
             row = self._find(subject, number, deleted=True, for_delete=True)
             if permanent:
                 if not row.deleted:
@@ -246,7 +243,7 @@ class EmbeddedRegistry:
                         f"Subject '{subject}' Version {row.version} was not deleted first "
                         "before being permanently deleted", subject=subject)
                 self._store.remove(subject, row.version)
-                self._forget_if_empty(subject)
+                self._forget_if_empty(subject, [row.schema_id])
             else:
                 if row.deleted:
                     raise VersionSoftDeletedError(
@@ -255,48 +252,74 @@ class EmbeddedRegistry:
                 self._store.mark_deleted(subject, row.version)
             return row.version
 
-    def _forget_if_empty(self, subject: str) -> None:
-        """After a hard delete: drop schemas no version holds (their ids answer 40403 and are
-        never handed out again) and, once the subject holds no version at all, its level and
-        mode (as Confluent does)."""
-        self._store.remove_unused_schemas()
+    def _forget_if_empty(self, subject: str, ids: Sequence[int]) -> None:
+        """After a hard delete: drop those schemas of `ids` no version holds any more (their
+        ids answer 40403 and are never handed out again) and, once the subject holds no
+        version at all, its level and mode (as Confluent does)."""
+        self._store.remove_unused_schemas(ids)
         if not self._store.versions(subject):
             self._store.put_setting("config", subject, None)
             self._store.put_setting("mode", subject, None)
 
     async def set_compatibility(self, level: CompatibilityLevel,
                                 subject: str | None = None) -> CompatibilityLevel:
+        """Set a subject's level (or the global one). Refused in READONLY mode (42205): Confluent
+        refuses config writes in read-only mode (mode changes stay allowed)."""
         if subject is not None:
             _check_subject(subject)
         with self._store.transaction():
+            self._require_writable(subject)
             self._store.put_setting("config", subject or GLOBAL, level.value)
         return level
 
     async def delete_compatibility(self, subject: str | None = None) -> CompatibilityLevel:
-        """Remove a subject's level (or reset the global one); returns what it was."""
-        previous = await self.get_compatibility(subject, default_to_global=subject is None)
-        with self._store.transaction():
-            self._store.put_setting("config", subject or GLOBAL, None)
-        return previous
+        """Remove a subject's level (or reset the global one to BACKWARD); returns what it was.
 
-    async def set_mode(self, mode: RegistryMode, subject: str | None = None, *,
-                       force: bool = False) -> RegistryMode:
-        """Set a subject's mode (or the global one). IMPORT needs the subject (or, global, the
-        registry) to hold no schema, unless `force` (Confluent's rule)."""
+        Raises:
+            SubjectConfigNotFoundError: the subject has no level of its own (40408 here; the
+                REST API answers 40401 there, as Confluent does).
+            ReadOnlyModeError: READONLY mode (42205), as for `set_compatibility`.
+        """
         if subject is not None:
             _check_subject(subject)
         with self._store.transaction():
-            if mode is RegistryMode.IMPORT and not force:
-                # Confluent counts live subjects only: a soft-deleted one does not block.
-                held = [r for r in self._store.versions(subject) if not r.deleted] \
-                    if subject else self._store.subjects(deleted=False)
-                if held:
-                    raise OperationNotPermittedError(
-                        f"Cannot import since found existing subjects"
-                        f"{'' if subject is None else f' ({subject})'}; pass force=true",
-                        subject=subject)
+            self._require_writable(subject)
+            previous = self._store.setting("config", subject or GLOBAL)
+            if previous is None and subject is not None:
+                raise SubjectConfigNotFoundError(
+                    f"Subject '{subject}' does not have subject-level compatibility configured",
+                    subject=subject)
+            self._store.put_setting("config", subject or GLOBAL, None)
+        return CompatibilityLevel(previous) if previous else DEFAULT_LEVEL
+
+    async def set_mode(self, mode: RegistryMode, subject: str | None = None, *,
+                       force: bool = False) -> RegistryMode:
+        """Set a subject's mode (or the global one), as the newest Confluent Platform does:
+        switching to IMPORT needs the subject (or, global, every subject) to hold no live
+        version, unless `force`; the soft-deleted versions left are then hard-deleted, so
+        imported ids and versions start clean (with `force`, nothing is deleted).
+
+        Raises:
+            OperationNotPermittedError: IMPORT while live versions exist, without force (42205).
+        """
+        if subject is not None:
+            _check_subject(subject)
+        with self._store.transaction():
+            if mode is RegistryMode.IMPORT and not force and \
+                    self._mode(subject) is not RegistryMode.IMPORT:
+                self._clear_for_import(subject)
             self._store.put_setting("mode", subject or GLOBAL, mode.value)
         return mode
+
+    def _clear_for_import(self, subject: str | None) -> None:
+        names = [subject] if subject else self._store.subjects(deleted=True)
+        rows = {name: self._store.versions(name) for name in names}
+        if any(not r.deleted for found in rows.values() for r in found):
+            raise OperationNotPermittedError(
+                "Cannot import since found existing subjects; pass force=true", subject=subject)
+        for name, found in rows.items():
+            self._store.remove(name)
+            self._store.remove_unused_schemas([r.schema_id for r in found])
 
     async def delete_mode(self, subject: str) -> RegistryMode:
         """Remove a subject's mode; returns what it was (40409 when it has none)."""
@@ -317,7 +340,8 @@ class EmbeddedRegistry:
         if not rows:
             raise SubjectNotFoundError(f"Subject '{subject}' not found.", subject=subject)
         form = stored_form(schema, normalize=normalize)
-        schema_id = None if references else self._id_of(form, schema)  # none stored with any
+        # no stored schema has references, so one sent with any matches none
+        schema_id = None if references else self._store.schema_id_for(form.identity)
         for row in reversed(rows):
             if row.schema_id == schema_id:
                 return RegisteredSchema(subject, row.version, row.schema_id, row.schema)
@@ -357,15 +381,24 @@ class EmbeddedRegistry:
         return [n for n in names if n.startswith(prefix)]
 
     async def versions(self, subject: str, *, deleted: bool = False,
-                       deleted_only: bool = False) -> list[int]:
+                       deleted_only: bool = False, deleted_as_negative: bool = False
+                       ) -> list[int]:
         """Version numbers, ascending: live ones, all (`deleted`) or only soft-deleted ones
-        (`deleted_only`, possibly none). 40401 when the subject holds none of the kind asked
-        for, soft-deleted ones counting when `deleted` or `deleted_only`."""
+        (`deleted_only`, possibly none), or all with soft-deleted ones negated
+        (`deleted_as_negative`, which wins, as in the newest Confluent Platform). 40401 when
+        the subject holds none of the kind asked for, soft-deleted ones counting when
+        `deleted` or `deleted_only`."""
         rows = self._store.versions(subject)
         if not [r for r in rows if deleted or deleted_only or not r.deleted]:
             raise SubjectNotFoundError(f"Subject '{subject}' not found.", subject=subject)
+        if deleted_as_negative:
+            return [-r.version if r.deleted else r.version for r in rows]
         return [r.version for r in rows
                 if (r.deleted if deleted_only else deleted or not r.deleted)]
+
+    async def max_id(self) -> int:
+        """The highest schema id handed out so far, deleted ones included (``fetchMaxId``)."""
+        return self._store.max_id()
 
     async def schemas(self, *, prefix: str = "", deleted: bool = False,
                       latest_only: bool = False) -> list[RegisteredSchema]:
@@ -446,6 +479,10 @@ class EmbeddedRegistry:
         return RegistryMode(value) if value else None
 
     async def get_mode(self, subject: str | None = None) -> RegistryMode:
+        return self._mode(subject)
+
+    def _mode(self, subject: str | None) -> RegistryMode:
+        """The subject's mode, else the global one, else READWRITE."""
         value = (self._store.setting("mode", subject) if subject else None) \
             or self._store.setting("mode", GLOBAL)
         return RegistryMode(value) if value else RegistryMode.READWRITE
@@ -455,19 +492,27 @@ class EmbeddedRegistry:
         level = self._store.setting("config", GLOBAL)
         return CompatibilityLevel(level) if level else DEFAULT_LEVEL
 
+    def _level_for_registration(self, subject: str, force: bool) -> CompatibilityLevel:
+        return CompatibilityLevel.NONE if force else self._effective_level(subject)
+
     def _effective_level(self, subject: str) -> CompatibilityLevel:
         level = self._store.setting("config", subject)
         return CompatibilityLevel(level) if level else self._global_level()
 
-    async def _require_writable(self, subject: str) -> None:
-        if await self.get_mode(subject) is RegistryMode.READONLY:
-            raise ReadOnlyModeError(f"Subject {subject} is in read-only mode", subject=subject)
+    def _require_writable(self, subject: str | None) -> None:
+        """READONLY (the subject's, else the global mode) refuses writes (42205). Called inside
+        the write's transaction, so a mode another worker set just before is seen."""
+        if self._mode(subject) is RegistryMode.READONLY:
+            raise ReadOnlyModeError(
+                "The registry is in read-only mode" if subject is None else
+                f"Subject {subject} is in read-only mode", subject=subject)
 
-    async def _require_register_mode(self, subject: str, *, importing: bool) -> bool:
+    def _require_register_mode(self, subject: str, *, importing: bool) -> bool:
         """Confluent's rule: READONLY refuses; an explicit id needs IMPORT mode, and without
-        one the mode must be READWRITE. Returns whether this is an import."""
-        await self._require_writable(subject)
-        mode = await self.get_mode(subject)
+        one the mode must be READWRITE. Returns whether this is an import. Checked first and
+        again inside the registration's transaction."""
+        self._require_writable(subject)
+        mode = self._mode(subject)
         if importing and mode is not RegistryMode.IMPORT:
             raise OperationNotPermittedError(
                 f"Subject {subject} is not in import mode; an explicit \"id\" is accepted only "

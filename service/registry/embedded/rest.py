@@ -8,7 +8,7 @@ status of the code's family, so Confluent's own clients see the errors they know
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from starlette.applications import Starlette
@@ -21,7 +21,13 @@ from starlette.routing import Match, Route
 from service.core.errors import ServiceError
 from service.registry.compatibility import CompatibilityVerdict
 from service.registry.embedded.registry import EmbeddedRegistry, parse_level
-from service.registry.errors import InvalidSchemaError, RegistryError, SubjectModeNotFoundError
+from service.registry.errors import (
+    InvalidSchemaError,
+    RegistryError,
+    SubjectConfigNotFoundError,
+    SubjectModeNotFoundError,
+    SubjectNotFoundError,
+)
 from service.registry.model import RegisteredSchema, RegistryMode
 
 __all__ = ["create_registry_app", "CONTENT_TYPE"]
@@ -39,6 +45,7 @@ register_url_convertor("subject", _SubjectConvertor())
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 Handler = Callable[[Request], Awaitable[Any]]
+T = TypeVar("T")
 
 
 class _BadRequest(Exception):
@@ -160,7 +167,10 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
         return ["AVRO"]
 
     async def schema_by_id(request: Request) -> Any:
-        return {"schema": await registry.schema_by_id(_int_id(request))}
+        found: dict[str, Any] = {"schema": await registry.schema_by_id(_int_id(request))}
+        if _flag(request, "fetchMaxId"):  # the highest id handed out, deleted ones included
+            found["maxId"] = await registry.max_id()
+        return found
 
     async def schema_text_by_id(request: Request) -> Any:
         text = await registry.schema_by_id(_int_id(request))
@@ -190,7 +200,8 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
     async def list_versions(request: Request) -> Any:
         return _page(request, await registry.versions(
             subject(request), deleted=_flag(request, "deleted"),
-            deleted_only=_flag(request, "deletedOnly", "deleted_only")))
+            deleted_only=_flag(request, "deletedOnly", "deleted_only"),
+            deleted_as_negative=_flag(request, "deletedAsNegative")))
 
     async def referenced_by(request: Request) -> Any:
         return _page(request, await registry.referenced_by(
@@ -201,7 +212,7 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
         found = await registry.register(
             subject(request), _schema_of(payload), normalize=_flag(request, "normalize"),
             references=_references(payload), schema_id=_optional_int(payload, "id", (-1,)),
-            version=_optional_int(payload, "version", (0, -1)))
+            version=_optional_int(payload, "version", (0, -1)), force=_flag(request, "force"))
         return {"id": found.id, "version": found.version, "schema": found.schema}
 
     async def lookup(request: Request) -> Any:
@@ -251,7 +262,8 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
                                     or payload.get("compatibilityLevel") or ""))
             return {"compatibility": (await registry.set_compatibility(level, name)).value}
         if request.method == "DELETE":
-            return {"compatibilityLevel": (await registry.delete_compatibility(name)).value}
+            removed = await _removed_setting(registry.delete_compatibility(name), name)
+            return {"compatibilityLevel": removed.value}
         level = await registry.get_compatibility(
             name, default_to_global=_flag(request, "defaultToGlobal"))
         return {"compatibilityLevel": level.value}
@@ -266,7 +278,7 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
             return {"mode": (await registry.set_mode(
                 RegistryMode(wanted), name, force=_flag(request, "force"))).value}
         if request.method == "DELETE":
-            return {"mode": (await registry.delete_mode(str(name))).value}
+            return {"mode": (await _removed_setting(registry.delete_mode(str(name)), name)).value}
         if name is not None and not _flag(request, "defaultToGlobal"):
             configured = await registry.configured_mode(name)
             if configured is None:
@@ -305,6 +317,15 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
         route("/mode/{subject:subject}", mode, ["GET", "PUT", "DELETE"]),
     ]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+
+
+async def _removed_setting(removal: Awaitable[T], subject: str | None) -> T:
+    """Confluent answers DELETE /config/{s} and /mode/{s} for a subject without a setting of
+    its own with 40401 "Subject not found" (not the 40408 / 40409 of a GET)."""
+    try:
+        return await removal
+    except (SubjectConfigNotFoundError, SubjectModeNotFoundError) as exc:
+        raise SubjectNotFoundError(f"Subject '{subject}' not found.", subject=subject) from exc
 
 
 def _int_id(request: Request) -> int:

@@ -13,10 +13,11 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from service.core.errors import Fix, ServiceError
+from service.registry.embedded.migrate import upgrade
 from service.registry.errors import RegistryUnavailableError
 
 __all__ = ["BUSY_SECONDS", "RegistryStore", "RegistryStoreError", "StoreChanges", "VersionRow"]
@@ -131,11 +132,21 @@ class RegistryStore:
         assert cur.lastrowid is not None
         return int(cur.lastrowid)
 
-    def remove_unused_schemas(self) -> None:
-        """Hard-delete schemas no version holds any more (their ids then answer 40403)."""
+    def remove_unused_schemas(self, ids: Iterable[int]) -> None:
+        """Hard-delete those of `ids` no version holds any more (they then answer 40403; the
+        AUTOINCREMENT counter never hands them out again)."""
         with self._lock:
-            self._db.execute("DELETE FROM schemas WHERE id NOT IN "
-                             "(SELECT DISTINCT schema_id FROM versions)")
+            self._db.executemany(
+                "DELETE FROM schemas WHERE id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM versions WHERE schema_id = ?)", [(i, i) for i in set(ids)])
+
+    def max_id(self) -> int:
+        """The highest schema id ever handed out, deleted ones included (0 before the first):
+        SQLite's AUTOINCREMENT high-water mark, which imported ids raise too."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'schemas'").fetchone()
+        return 0 if row is None else int(row[0])
 
     def schema_by_id(self, schema_id: int) -> str | None:
         with self._lock:
@@ -216,9 +227,10 @@ class RegistryStore:
 
 
 def _open(path: str) -> sqlite3.Connection:
-    """Connect, set WAL mode and create the tables in one write transaction, which also
-    proves the file writable; nothing is created when the directory is missing (a mistyped
-    path must not start an empty registry whose ids clash with the real one's)."""
+    """Connect, set WAL mode, create the tables and upgrade a file an older flatavro wrote
+    (`upgrade`) in one write transaction, which also proves the file writable; nothing is
+    created when the directory is missing (a mistyped path must not start an empty registry
+    whose ids clash with the real one's)."""
     if path != ":memory:":
         _check_directory(path)
     try:
@@ -230,7 +242,13 @@ def _open(path: str) -> sqlite3.Connection:
         _set_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
-        db.executescript(f"BEGIN IMMEDIATE;{_DDL}COMMIT;")
+        db.executescript(f"BEGIN IMMEDIATE;{_DDL}")  # the script leaves it open
+        try:
+            upgrade(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
     except sqlite3.Error as exc:
         db.close()
         raise _unusable(path, str(exc)) from exc

@@ -164,3 +164,23 @@ def test_client_normalizes_and_imports(served_registry: ServedRegistry) -> None:
     assert sr.get_compatibility("n") == "FULL"
     assert sr.delete_config("n").compatibility_level.value == "FULL"
     assert refused(lambda: sr.get_config("n")).error_code == 40408
+
+
+def test_client_sees_confluent_settings_answers(served_registry: ServedRegistry) -> None:
+    sr = client(served_registry)
+    assert sr.register_schema("s", Schema(R1, "AVRO")) == 1
+    for removal in (lambda: sr.delete_config("s"), lambda: sr.delete_mode("s")):
+        unset = refused(removal)  # Confluent: DELETE of a setting the subject lacks is 40401
+        assert (unset.http_status_code, unset.error_code) == (404, 40401)
+    assert sr.update_mode("s", "READONLY") == "READONLY"
+    assert refused(lambda: sr.set_compatibility("s", "FULL")).error_code == 42205
+    assert sr.update_mode("s", "READWRITE") == "READWRITE"
+    assert sr.set_compatibility(level="NONE") == {"compatibility": "NONE"}
+    assert sr.delete_config().compatibility_level.value == "NONE"  # global reset
+    assert sr.get_compatibility() == "BACKWARD"
+    assert [(v.subject, v.version) for v in sr.get_schema_versions(1)] == [("s", 1)]
+    assert sr.delete_subject("s") == [1]
+    assert sr.update_global_mode("IMPORT") == "IMPORT"  # no live subject left
+    assert sr.get_global_mode() == "IMPORT"
+    gone = refused(lambda: sr.get_versions("s", deleted=True))  # IMPORT hard-deleted it
+    assert gone.error_code == 40401

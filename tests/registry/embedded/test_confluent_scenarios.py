@@ -75,6 +75,8 @@ def _run(served: ServedRegistry, step: dict[str, Any]) -> None:
         assert isinstance(payload["message"], str) and payload["message"], where
     if "response" in step:
         assert _matches(_expected(step["response"]), response.json()), where
+    for key in step.get("absent", ()):
+        assert key not in response.json(), f"{key!r} present: {where}"
     if "text" in step:
         assert response.text == _expected(step["text"]), where
     texts = "\n".join(_strings(response.json()))
@@ -102,5 +104,5 @@ def test_confluent_scenario(fresh: ServedRegistry, scenario: dict[str, Any]) -> 
 
 def test_the_transcription_is_substantial() -> None:
     steps = sum(len(s["steps"]) for s in SCENARIOS)
-    assert len(SCENARIOS) >= 40 and steps >= 300
+    assert len(SCENARIOS) >= 75 and steps >= 500
     assert len({s["name"] for s in SCENARIOS}) == len(SCENARIOS)
