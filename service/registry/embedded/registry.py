@@ -5,9 +5,10 @@ Implements `SchemaRegistry` over `RegistryStore`; the REST router is a thin laye
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
 
@@ -49,6 +50,22 @@ __all__ = ["EmbeddedRegistry", "parse_version", "parse_level"]
 
 DEFAULT_LEVEL = CompatibilityLevel.BACKWARD
 _MAX_VERSION = 2**31 - 1
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _in_thread(write: Callable[Concatenate[Any, P], R]
+               ) -> Callable[Concatenate[Any, P], Awaitable[R]]:
+    """Make a write's sync body an async method that runs in a worker thread: its transaction
+    may wait up to the store's busy timeout for another process's write (several workers
+    share the file), and the event loop keeps serving meanwhile (``/healthz``, encoding with
+    cached schemas) instead of waiting with it."""
+    @functools.wraps(write)
+    async def run(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await anyio.to_thread.run_sync(functools.partial(write, self, *args, **kwargs))
+
+    return run
 
 
 def parse_version(spec: VersionSpec) -> int | None:
@@ -129,7 +146,8 @@ class EmbeddedRegistry:
         form = stored_form(schema, normalize=normalize and not importing)
         if importing:
             assert schema_id is not None
-            return self._import(subject, form, schema_id, version)
+            return await anyio.to_thread.run_sync(self._import, subject, form, schema_id,
+                                                  version)
         check_defaults(parse_avro(schema))  # Confluent validates defaults of new schemas
         # The compatibility check can take seconds of CPU for a wide table: run it in a worker
         # thread against the versions seen now, and redo it inside the transaction only if
@@ -137,6 +155,15 @@ class EmbeddedRegistry:
         level = self._level_for_registration(subject, force)
         seen = [(r.version, r.schema) for r in self._store.versions(subject) if not r.deleted]
         early = await anyio.to_thread.run_sync(check_compatibility, form.text, seen, level)
+        return await anyio.to_thread.run_sync(self._commit_registration, subject, form, version,
+                                              force, seen, level, early)
+
+    def _commit_registration(self, subject: str, form: StoredForm, version: int | None,
+                             force: bool, seen: list[tuple[int, str]],
+                             level: CompatibilityLevel, early: CompatibilityVerdict
+                             ) -> RegisteredSchema:
+        """The write of `register` (in a worker thread): the checks again on what the
+        transaction sees, then the new version."""
         with self._store.transaction():
             self._require_register_mode(subject, importing=False)
             rows = self._store.versions(subject)
@@ -209,7 +236,8 @@ class EmbeddedRegistry:
                 f"Invalid schema: references[{i}] (name {name!r}, subject {target!r}, version "
                 f"{number!r}): {why}", field=f"references[{i}]", reference=dict(ref))
 
-    async def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
+    @_in_thread
+    def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
         with self._store.transaction():
             self._require_writable(subject)
             rows = self._store.versions(subject)
@@ -231,7 +259,8 @@ class EmbeddedRegistry:
             self._store.mark_deleted(subject)
             return live
 
-    async def delete_version(self, subject: str, version: VersionSpec, *,
+    @_in_thread
+    def delete_version(self, subject: str, version: VersionSpec, *,
                              permanent: bool = False) -> int:
         number = parse_version(version)
         with self._store.transaction():
@@ -261,7 +290,8 @@ class EmbeddedRegistry:
             self._store.put_setting("config", subject, None)
             self._store.put_setting("mode", subject, None)
 
-    async def set_compatibility(self, level: CompatibilityLevel,
+    @_in_thread
+    def set_compatibility(self, level: CompatibilityLevel,
                                 subject: str | None = None) -> CompatibilityLevel:
         """Set a subject's level (or the global one). Refused in READONLY mode (42205): Confluent
         refuses config writes in read-only mode (mode changes stay allowed)."""
@@ -272,7 +302,8 @@ class EmbeddedRegistry:
             self._store.put_setting("config", subject or GLOBAL, level.value)
         return level
 
-    async def delete_compatibility(self, subject: str | None = None) -> CompatibilityLevel:
+    @_in_thread
+    def delete_compatibility(self, subject: str | None = None) -> CompatibilityLevel:
         """Remove a subject's level (or reset the global one to BACKWARD); returns what it was.
 
         Raises:
@@ -292,7 +323,8 @@ class EmbeddedRegistry:
             self._store.put_setting("config", subject or GLOBAL, None)
         return CompatibilityLevel(previous) if previous else DEFAULT_LEVEL
 
-    async def set_mode(self, mode: RegistryMode, subject: str | None = None, *,
+    @_in_thread
+    def set_mode(self, mode: RegistryMode, subject: str | None = None, *,
                        force: bool = False) -> RegistryMode:
         """Set a subject's mode (or the global one), as the newest Confluent Platform does:
         switching to IMPORT needs the subject (or, global, every subject) to hold no live
@@ -321,7 +353,8 @@ class EmbeddedRegistry:
             self._store.remove(name)
             self._store.remove_unused_schemas([r.schema_id for r in found])
 
-    async def delete_mode(self, subject: str) -> RegistryMode:
+    @_in_thread
+    def delete_mode(self, subject: str) -> RegistryMode:
         """Remove a subject's mode; returns what it was (40409 when it has none)."""
         with self._store.transaction():
             previous = self._store.setting("mode", subject)
