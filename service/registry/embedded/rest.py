@@ -7,6 +7,8 @@ status of the code's family, so Confluent's own clients see the errors they know
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -21,9 +23,11 @@ from starlette.routing import Match, Route
 from service.core.errors import ServiceError
 from service.registry.compatibility import CompatibilityVerdict
 from service.registry.embedded.registry import EmbeddedRegistry, parse_level
+from service.registry.embedded.store import RegistryStoreError
 from service.registry.errors import (
     InvalidSchemaError,
     RegistryError,
+    RegistryUnavailableError,
     SubjectConfigNotFoundError,
     SubjectModeNotFoundError,
     SubjectNotFoundError,
@@ -44,6 +48,7 @@ class _SubjectConvertor(PathConvertor):
 register_url_convertor("subject", _SubjectConvertor())
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+log = logging.getLogger("flatavro.registry")
 Handler = Callable[[Request], Awaitable[Any]]
 T = TypeVar("T")
 
@@ -343,6 +348,13 @@ def _endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return result if isinstance(result, Response) else _json(result)
         except _BadRequest as exc:
             return _error(exc.status, exc.code, exc.message)
+        except RegistryUnavailableError as exc:  # another worker held the file's write lock
+            answer = _error(500, 50002, f"Operation timed out: {exc.message}")
+            answer.headers["Retry-After"] = str(exc.retry_after or 1)
+            return answer
+        except (RegistryStoreError, sqlite3.Error) as exc:  # not the caller's fault: a 500
+            log.exception("registry store failure", extra={"path": request.url.path})
+            return _error(500, 50001, f"Error in the backend data store: {exc}")
         except RegistryError as exc:
             code = exc.registry_code
             return _error(_status_of(code), code, exc.message)

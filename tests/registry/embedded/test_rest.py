@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from service.registry.embedded import store as store_module
+from service.registry.embedded.registry import EmbeddedRegistry
 from tests.registry.conftest import ServedRegistry
+from tests.registry.embedded.test_store_shared import held_write_lock
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 A = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
@@ -126,3 +131,38 @@ def test_version_not_found_after_a_real_subject(served_registry: ServedRegistry)
     call(served_registry, "POST", "/subjects/s/versions", {"schema": A})
     response = call(served_registry, "GET", "/subjects/s/versions/9")
     assert (response.status_code, response.json()["error_code"]) == (404, 40402)
+
+
+def test_a_write_locked_out_by_another_worker_is_50002_with_retry_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "BUSY_SECONDS", 0.2)  # read when the file is opened
+    registry = EmbeddedRegistry(tmp_path / "r.sqlite")
+    served = ServedRegistry(registry).start()
+    try:
+        with held_write_lock(tmp_path / "r.sqlite", release_after=None):
+            refused = call(served, "POST", "/subjects/t-value/versions", {"schema": A})
+        assert refused.status_code == 500 and refused.headers["retry-after"] == "1"
+        body = refused.json()
+        assert body["error_code"] == 50002
+        assert body["message"].startswith("Operation timed out: the registry file ")
+        assert "stayed locked by another writer" in body["message"]
+        # Nothing was written; once the lock is gone the same call succeeds.
+        assert call(served, "GET", "/subjects").json() == []
+        assert call(served, "POST", "/subjects/t-value/versions", {"schema": A}).json()["id"] == 1
+    finally:
+        served.stop()
+        registry.close()
+
+
+def test_a_store_failure_is_50001_not_the_callers_fault(
+        served_registry: ServedRegistry, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    def broken(*_: Any, **__: Any) -> Any:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(served_registry.registry._store, "subjects", broken)
+    answer = call(served_registry, "GET", "/subjects")
+    assert answer.status_code == 500
+    assert answer.json() == {"error_code": 50001, "message": "Error in the backend data store: "
+                                                           "database disk image is malformed"}
+    assert "registry store failure" in caplog.text  # logged with its traceback, not swallowed
