@@ -115,8 +115,14 @@ def _clients(options: BridgeOptions, on_error: Callable[[KafkaError], None]
         "session.timeout.ms": 10000, "auto.offset.reset": "earliest", **common,
         "group.id": options.group_id, "enable.auto.commit": False,
         "isolation.level": "read_committed", "enable.partition.eof": False}
+    # A request to a broker that died mid-transaction (AddOffsetsToTxn, EndTxn) waits
+    # socket.timeout.ms whatever timeout the call was given: bound it by --broker-timeout too
+    # (librdkafka wants it 100 ms under transaction.timeout.ms, 60 s unless the user sets it,
+    # in which case librdkafka derives it).
+    bounded = {} if "transaction.timeout.ms" in options.kafka else {
+        "socket.timeout.ms": max(10, min(int(options.broker_timeout * 1000), 59_900))}
     producer = {
-        "linger.ms": 5, **common, "enable.idempotence": True,
+        "linger.ms": 5, **bounded, **common, "enable.idempotence": True,
         "transactional.id": f"flatavro-bridge.{options.group_id}.{options.instance_id}",
         "partitioner": "murmur2_random"}  # a key's partition as Java clients choose it
     try:
