@@ -238,31 +238,46 @@ kind_of(PyObject *name)
     return -1;
 }
 
+/* The `fields` argument of Reader(fields) / Writer(fields) as a fast sequence, with `*slots`
+ * set to zeroed room for one entry of `size` bytes per field; NULL (exception set) on error. */
+static PyObject *
+fields_argument(PyObject *args, PyObject *kwargs, const char *format, const void *existing,
+                size_t size, void **slots)
+{
+    PyObject *fields;
+    static char *keywords[] = {"fields", NULL};
+    if (existing != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Reader or Writer is initialised once");
+        return NULL;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &fields)) {
+        return NULL;
+    }
+    PyObject *items = PySequence_Fast(fields, "fields must be a sequence");
+    if (items == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+    *slots = PyMem_Calloc(count ? count : 1, size);
+    if (*slots == NULL) {
+        Py_DECREF(items);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    return items;
+}
+
 /* Reader(fields): fields is a sequence of (name: str, avro type: str, null branch: 0, 1 or
  * None). */
 static int
 Reader_init(Reader *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *fields;
-    static char *keywords[] = {"fields", NULL};
-    if (self->fields != NULL) {
-        PyErr_SetString(PyExc_TypeError, "a Reader is initialised once");
-        return -1;
-    }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:Reader", keywords, &fields)) {
-        return -1;
-    }
-    PyObject *items = PySequence_Fast(fields, "fields must be a sequence");
+    PyObject *items = fields_argument(args, kwargs, "O:Reader", self->fields, sizeof(field_t),
+                                      (void **)&self->fields);
     if (items == NULL) {
         return -1;
     }
     Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
-    self->fields = PyMem_Calloc(count ? count : 1, sizeof(field_t));
-    if (self->fields == NULL) {
-        Py_DECREF(items);
-        PyErr_NoMemory();
-        return -1;
-    }
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *name, *type, *branch;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "UUO:field", &name, &type,
@@ -549,26 +564,12 @@ Writer_dealloc(Writer *self)
 static int
 Writer_init(Writer *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *fields;
-    static char *keywords[] = {"fields", NULL};
-    if (self->fields != NULL) {
-        PyErr_SetString(PyExc_TypeError, "a Writer is initialised once");
-        return -1;
-    }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:Writer", keywords, &fields)) {
-        return -1;
-    }
-    PyObject *items = PySequence_Fast(fields, "fields must be a sequence");
+    PyObject *items = fields_argument(args, kwargs, "O:Writer", self->fields, sizeof(wfield_t),
+                                      (void **)&self->fields);
     if (items == NULL) {
         return -1;
     }
     Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
-    self->fields = PyMem_Calloc(count ? count : 1, sizeof(wfield_t));
-    if (self->fields == NULL) {
-        Py_DECREF(items);
-        PyErr_NoMemory();
-        return -1;
-    }
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *name, *type, *null_prefix, *value_prefix, *convert, *check;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "UUOSOO:field", &name, &type,
