@@ -155,102 +155,102 @@ def _verdict(report: tuple[CompatibilityVerdict, list[str]], verbose: bool) -> d
     return out
 
 
-def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 << 20
-                        ) -> Starlette:
-    """Build the ASGI app serving `registry` with Confluent's REST API."""
+class _Handlers:
+    """The REST handlers of one registry: each parses the request, calls one
+    `EmbeddedRegistry` method and returns what is rendered (`_endpoint` maps errors)."""
 
-    async def body(request: Request) -> dict[str, Any]:
-        return await _body(request, max_body_bytes)
+    def __init__(self, registry: EmbeddedRegistry, max_body_bytes: int) -> None:
+        self.registry, self.max_body_bytes = registry, max_body_bytes
 
-    def subject(request: Request) -> str:
-        return str(request.path_params["subject"])
+    async def body(self, request: Request) -> dict[str, Any]:
+        return await _body(request, self.max_body_bytes)
 
-    async def root(request: Request) -> Any:
+    async def root(self, request: Request) -> Any:
         return {}
 
-    async def schema_types(request: Request) -> Any:
+    async def schema_types(self, request: Request) -> Any:
         return ["AVRO"]
 
-    async def schema_by_id(request: Request) -> Any:
-        found: dict[str, Any] = {"schema": await registry.schema_by_id(_int_id(request))}
+    async def schema_by_id(self, request: Request) -> Any:
+        found: dict[str, Any] = {"schema": await self.registry.schema_by_id(_int_id(request))}
         if _flag(request, "fetchMaxId"):  # the highest id handed out, deleted ones included
-            found["maxId"] = await registry.max_id()
+            found["maxId"] = await self.registry.max_id()
         return found
 
-    async def schema_text_by_id(request: Request) -> Any:
-        text = await registry.schema_by_id(_int_id(request))
+    async def schema_text_by_id(self, request: Request) -> Any:
+        text = await self.registry.schema_by_id(_int_id(request))
         return Response(text.encode(), media_type=CONTENT_TYPE)
 
-    async def list_schemas(request: Request) -> Any:
-        found = await registry.schemas(prefix=request.query_params.get("subjectPrefix", ""),
+    async def list_schemas(self, request: Request) -> Any:
+        found = await self.registry.schemas(prefix=request.query_params.get("subjectPrefix", ""),
                                        deleted=_flag(request, "deleted"),
                                        latest_only=_flag(request, "latestOnly"))
         return _page(request, [_registered(f) for f in found])
 
-    async def id_subjects(request: Request) -> Any:
-        uses = await registry.uses_of(_int_id(request), deleted=_flag(request, "deleted"))
+    async def id_subjects(self, request: Request) -> Any:
+        uses = await self.registry.uses_of(_int_id(request), deleted=_flag(request, "deleted"))
         return _page(request, sorted({s for s, _ in uses}))
 
-    async def id_versions(request: Request) -> Any:
-        uses = await registry.uses_of(_int_id(request), deleted=_flag(request, "deleted"))
+    async def id_versions(self, request: Request) -> Any:
+        uses = await self.registry.uses_of(_int_id(request), deleted=_flag(request, "deleted"))
         return _page(request, [{"subject": s, "version": v} for s, v in uses])
 
-    async def list_subjects(request: Request) -> Any:
+    async def list_subjects(self, request: Request) -> Any:
         # confluent-kafka's Python client sends `deleted_only`; Confluent reads `deletedOnly`
-        return _page(request, await registry.subjects(
+        return _page(request, await self.registry.subjects(
             deleted=_flag(request, "deleted"),
             deleted_only=_flag(request, "deletedOnly", "deleted_only"),
             prefix=request.query_params.get("subjectPrefix", "")))
 
-    async def list_versions(request: Request) -> Any:
-        return _page(request, await registry.versions(
-            subject(request), deleted=_flag(request, "deleted"),
+    async def list_versions(self, request: Request) -> Any:
+        return _page(request, await self.registry.versions(
+            _subject(request), deleted=_flag(request, "deleted"),
             deleted_only=_flag(request, "deletedOnly", "deleted_only"),
             deleted_as_negative=_flag(request, "deletedAsNegative")))
 
-    async def referenced_by(request: Request) -> Any:
-        return _page(request, await registry.referenced_by(
-            subject(request), request.path_params["version"], deleted=_flag(request, "deleted")))
+    async def referenced_by(self, request: Request) -> Any:
+        return _page(request, await self.registry.referenced_by(
+            _subject(request), request.path_params["version"], deleted=_flag(request, "deleted")))
 
-    async def register(request: Request) -> Any:
-        payload = await body(request)
-        found = await registry.register(
-            subject(request), _schema_of(payload), normalize=_flag(request, "normalize"),
+    async def register(self, request: Request) -> Any:
+        payload = await self.body(request)
+        found = await self.registry.register(
+            _subject(request), _schema_of(payload), normalize=_flag(request, "normalize"),
             references=_references(payload), schema_id=_optional_int(payload, "id", (-1,)),
             version=_optional_int(payload, "version", (0, -1)), force=_flag(request, "force"))
         return {"id": found.id, "version": found.version, "schema": found.schema}
 
-    async def lookup(request: Request) -> Any:
-        payload = await body(request)
-        found = await registry.lookup(subject(request), _schema_of(payload),
+    async def lookup(self, request: Request) -> Any:
+        payload = await self.body(request)
+        found = await self.registry.lookup(_subject(request), _schema_of(payload),
                                       deleted=_flag(request, "deleted"),
                                       normalize=_flag(request, "normalize"),
                                       references=_references(payload))
         return _registered(found)
 
-    async def get_version(request: Request) -> Any:
-        found = await registry.get_version(subject(request), request.path_params["version"],
+    async def get_version(self, request: Request) -> Any:
+        found = await self.registry.get_version(_subject(request), request.path_params["version"],
                                            deleted=_flag(request, "deleted"))
         return _registered(found)
 
-    async def get_version_schema(request: Request) -> Any:
-        found = await registry.get_version(subject(request), request.path_params["version"],
+    async def get_version_schema(self, request: Request) -> Any:
+        found = await self.registry.get_version(_subject(request), request.path_params["version"],
                                            deleted=_flag(request, "deleted"))
         return Response(found.schema.encode(), media_type=CONTENT_TYPE)
 
-    async def delete_subject(request: Request) -> Any:
-        return await registry.delete_subject(subject(request),
+    async def delete_subject(self, request: Request) -> Any:
+        return await self.registry.delete_subject(_subject(request),
                                              permanent=_flag(request, "permanent"))
 
-    async def delete_version(request: Request) -> Any:
-        return await registry.delete_version(subject(request), request.path_params["version"],
+    async def delete_version(self, request: Request) -> Any:
+        return await self.registry.delete_version(_subject(request), request.path_params["version"],
                                              permanent=_flag(request, "permanent"))
 
-    async def compatibility(request: Request) -> Any:
-        payload, verbose = await body(request), _flag(request, "verbose")
+    async def compatibility(self, request: Request) -> Any:
+        payload, verbose = await self.body(request), _flag(request, "verbose")
         try:
-            report = await registry.compatibility_report(
-                subject(request), _schema_of(payload), request.path_params.get("version"),
+            report = await self.registry.compatibility_report(
+                _subject(request), _schema_of(payload), request.path_params.get("version"),
                 normalize=_flag(request, "normalize"), references=_references(payload))
         except InvalidSchemaError as exc:
             if not verbose:
@@ -259,69 +259,81 @@ def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 <
             report = (CompatibilityVerdict(False), [exc.message])
         return _verdict(report, verbose)
 
-    async def config(request: Request) -> Any:
+    async def config(self, request: Request) -> Any:
         name = request.path_params.get("subject")
         if request.method == "PUT":
-            payload = await body(request)
+            payload = await self.body(request)
             level = parse_level(str(payload.get("compatibility")
                                     or payload.get("compatibilityLevel") or ""))
-            return {"compatibility": (await registry.set_compatibility(level, name)).value}
+            return {"compatibility": (await self.registry.set_compatibility(level, name)).value}
         if request.method == "DELETE":
-            removed = await _removed_setting(registry.delete_compatibility(name), name)
+            removed = await _removed_setting(self.registry.delete_compatibility(name), name)
             return {"compatibilityLevel": removed.value}
-        level = await registry.get_compatibility(
+        level = await self.registry.get_compatibility(
             name, default_to_global=_flag(request, "defaultToGlobal"))
         return {"compatibilityLevel": level.value}
 
-    async def mode(request: Request) -> Any:
+    async def mode(self, request: Request) -> Any:
         name = request.path_params.get("subject")
         if request.method == "PUT":
-            wanted = str((await body(request)).get("mode", "")).upper()
+            wanted = str((await self.body(request)).get("mode", "")).upper()
             if wanted not in RegistryMode.__members__:
                 raise _BadRequest(422, 42204, f"Invalid mode {wanted!r}; valid: "
                                   "READWRITE, READONLY, IMPORT")
-            return {"mode": (await registry.set_mode(
+            return {"mode": (await self.registry.set_mode(
                 RegistryMode(wanted), name, force=_flag(request, "force"))).value}
         if request.method == "DELETE":
-            return {"mode": (await _removed_setting(registry.delete_mode(str(name)), name)).value}
+            removed = await _removed_setting(self.registry.delete_mode(str(name)), name)
+            return {"mode": removed.value}
         if name is not None and not _flag(request, "defaultToGlobal"):
-            configured = await registry.configured_mode(name)
+            configured = await self.registry.configured_mode(name)
             if configured is None:
                 raise SubjectModeNotFoundError(
                     f"Subject '{name}' does not have subject-level mode configured")
             return {"mode": configured.value}
-        return {"mode": (await registry.get_mode(name)).value}
+        return {"mode": (await self.registry.get_mode(name)).value}
+
+
+def create_registry_app(registry: EmbeddedRegistry, *, max_body_bytes: int = 1 << 20
+                        ) -> Starlette:
+    """Build the ASGI app serving `registry` with Confluent's REST API."""
+    h = _Handlers(registry, max_body_bytes)
 
     def route(path: str, handler: Handler, methods: list[str]) -> Route:
         return Route(path, _endpoint(handler), methods=methods)
 
     routes = [
-        route("/", root, ["GET"]),
-        route("/schemas", list_schemas, ["GET"]),
-        route("/schemas/types", schema_types, ["GET"]),
-        route("/schemas/ids/{id}", schema_by_id, ["GET"]),
-        route("/schemas/ids/{id}/schema", schema_text_by_id, ["GET"]),
-        route("/schemas/ids/{id}/subjects", id_subjects, ["GET"]),
-        route("/schemas/ids/{id}/versions", id_versions, ["GET"]),
-        route("/subjects", list_subjects, ["GET"]),
-        route("/subjects/{subject:subject}/versions", list_versions, ["GET"]),
-        route("/subjects/{subject:subject}/versions/{version}/schema", get_version_schema, ["GET"]),
-        route("/subjects/{subject:subject}/versions/{version}/referencedby", referenced_by,
+        route("/", h.root, ["GET"]),
+        route("/schemas", h.list_schemas, ["GET"]),
+        route("/schemas/types", h.schema_types, ["GET"]),
+        route("/schemas/ids/{id}", h.schema_by_id, ["GET"]),
+        route("/schemas/ids/{id}/schema", h.schema_text_by_id, ["GET"]),
+        route("/schemas/ids/{id}/subjects", h.id_subjects, ["GET"]),
+        route("/schemas/ids/{id}/versions", h.id_versions, ["GET"]),
+        route("/subjects", h.list_subjects, ["GET"]),
+        route("/subjects/{subject:subject}/versions", h.list_versions, ["GET"]),
+        route("/subjects/{subject:subject}/versions/{version}/schema", h.get_version_schema,
               ["GET"]),
-        route("/subjects/{subject:subject}/versions/{version}", get_version, ["GET"]),
-        route("/subjects/{subject:subject}/versions/{version}", delete_version, ["DELETE"]),
-        route("/subjects/{subject:subject}/versions", register, ["POST"]),
-        route("/subjects/{subject:subject}", lookup, ["POST"]),
-        route("/subjects/{subject:subject}", delete_subject, ["DELETE"]),
-        route("/compatibility/subjects/{subject:subject}/versions/{version}", compatibility,
+        route("/subjects/{subject:subject}/versions/{version}/referencedby", h.referenced_by,
+              ["GET"]),
+        route("/subjects/{subject:subject}/versions/{version}", h.get_version, ["GET"]),
+        route("/subjects/{subject:subject}/versions/{version}", h.delete_version, ["DELETE"]),
+        route("/subjects/{subject:subject}/versions", h.register, ["POST"]),
+        route("/subjects/{subject:subject}", h.lookup, ["POST"]),
+        route("/subjects/{subject:subject}", h.delete_subject, ["DELETE"]),
+        route("/compatibility/subjects/{subject:subject}/versions/{version}", h.compatibility,
               ["POST"]),
-        route("/compatibility/subjects/{subject:subject}/versions", compatibility, ["POST"]),
-        route("/config", config, ["GET", "PUT", "DELETE"]),
-        route("/config/{subject:subject}", config, ["GET", "PUT", "DELETE"]),
-        route("/mode", mode, ["GET", "PUT"]),
-        route("/mode/{subject:subject}", mode, ["GET", "PUT", "DELETE"]),
+        route("/compatibility/subjects/{subject:subject}/versions", h.compatibility, ["POST"]),
+        route("/config", h.config, ["GET", "PUT", "DELETE"]),
+        route("/config/{subject:subject}", h.config, ["GET", "PUT", "DELETE"]),
+        route("/mode", h.mode, ["GET", "PUT"]),
+        route("/mode/{subject:subject}", h.mode, ["GET", "PUT", "DELETE"]),
     ]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+
+
+def _subject(request: Request) -> str:
+    return str(request.path_params["subject"])
 
 
 async def _removed_setting(removal: Awaitable[T], subject: str | None) -> T:
