@@ -60,8 +60,9 @@ def test_a_registration_through_the_registry_api_reaches_cached_topics(
 def test_a_write_waiting_for_another_workers_lock_leaves_the_loop_serving(
         served: ServedApp, tmp_path: Path) -> None:
     """Another worker holds the registry file's write lock: a registration here waits for it
-    in a worker thread while this worker keeps answering /healthz and encoding with its
-    cached schemas (on the event loop the wait would stall both)."""
+    in a worker thread while this worker keeps answering /healthz, encoding with its cached
+    schemas and reading the registry (on the event loop, or on the write connection, the wait
+    would stall them all)."""
     encode = f"/v1/topics/{TOPIC}/encode"
     batch = {"records": [{"op": "insert", "row": ROW}]}
     with httpx.Client(base_url=served.url, timeout=60) as writer, \
@@ -77,6 +78,10 @@ def test_a_write_waiting_for_another_workers_lock_leaves_the_loop_serving(
                     assert not waiting.done(), waiting.result().text
                 assert other.get("/healthz").status_code == 200  # 5 s timeout: not stalled
                 assert _ok(other.post(encode, json=batch))["value_schema_id"] == 2
+                # Reads of the file use a connection of their own: they do not wait either.
+                assert _ok(other.get("/registry/subjects")) == [f"{TOPIC}-key",
+                                                                 f"{TOPIC}-value"]
+                assert _ok(other.get(f"/v1/subjects/{TOPIC}-value"))["latest"]["version"] == 1
                 assert not waiting.done()
                 holder.execute("ROLLBACK")
                 registered = _ok(waiting.result())

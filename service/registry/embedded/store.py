@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from service.core.errors import Fix, ServiceError
 from service.registry.embedded.migrate import upgrade
@@ -92,11 +93,28 @@ class RegistryStore:
         self._lock = threading.RLock()
         self._path = str(path)
         self._db = _open(self._path)
+        # Reads outside a transaction use a connection of their own: in WAL mode they never
+        # wait, even while this process's write connection waits (in a worker thread) for
+        # another worker's write lock. A memory database is one connection's, so it shares.
+        self._reader = self._db if self._path == ":memory:" else _connect(self._path)
+        self._reader_lock = threading.Lock() if self._reader is not self._db else self._lock
+        self._writing = threading.local()
 
     def close(self) -> None:
         """Close the database."""
-        with self._lock:
+        with self._lock, self._reader_lock:
+            if self._reader is not self._db:
+                self._reader.close()
             self._db.close()
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """The rows of a read: on the write connection inside this thread's transaction (it
+        sees its own writes), else on the reader."""
+        if getattr(self._writing, "active", False):
+            with self._lock:
+                return self._db.execute(sql, params).fetchall()
+        with self._reader_lock:
+            return self._reader.execute(sql, params).fetchall()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -110,18 +128,19 @@ class RegistryStore:
                 raise RegistryUnavailableError(
                     f"the registry file {self._path} stayed locked by another writer for "
                     f"{BUSY_SECONDS:g} s", retry_after=1, path=self._path) from exc
+            self._writing.active = True
             try:
                 yield
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            finally:
+                self._writing.active = False
             self._db.execute("COMMIT")
 
     def schema_id_for(self, canonical: str) -> int | None:
-        with self._lock:
-            row = self._db.execute("SELECT id FROM schemas WHERE canonical = ?",
-                                   (canonical,)).fetchone()
-        return None if row is None else int(row[0])
+        rows = self._rows("SELECT id FROM schemas WHERE canonical = ?", (canonical,))
+        return None if not rows else int(rows[0][0])
 
     def insert_schema(self, canonical: str, schema: str, schema_id: int | None = None) -> int:
         """Store a new schema; its id is the next one (AUTOINCREMENT: never one used before,
@@ -143,25 +162,19 @@ class RegistryStore:
     def max_id(self) -> int:
         """The highest schema id ever handed out, deleted ones included (0 before the first):
         SQLite's AUTOINCREMENT high-water mark, which imported ids raise too."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT seq FROM sqlite_sequence WHERE name = 'schemas'").fetchone()
-        return 0 if row is None else int(row[0])
+        rows = self._rows("SELECT seq FROM sqlite_sequence WHERE name = 'schemas'")
+        return 0 if not rows else int(rows[0][0])
 
     def schema_by_id(self, schema_id: int) -> str | None:
-        with self._lock:
-            row = self._db.execute("SELECT schema FROM schemas WHERE id = ?",
-                                   (schema_id,)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._rows("SELECT schema FROM schemas WHERE id = ?", (schema_id,))
+        return None if not rows else str(rows[0][0])
 
     def versions(self, subject: str) -> list[VersionRow]:
         """Every stored version of `subject` (soft-deleted included), oldest first."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT v.version, v.schema_id, s.schema, v.deleted FROM versions v "
-                "JOIN schemas s ON s.id = v.schema_id WHERE v.subject = ? ORDER BY v.version",
-                (subject,),
-            ).fetchall()
+        rows = self._rows(
+            "SELECT v.version, v.schema_id, s.schema, v.deleted FROM versions v "
+            "JOIN schemas s ON s.id = v.schema_id WHERE v.subject = ? ORDER BY v.version",
+            (subject,))
         return [VersionRow((int(r[0]), int(r[1]), str(r[2]), bool(r[3]))) for r in rows]
 
     def insert_version(self, subject: str, version: int, schema_id: int) -> None:
@@ -191,27 +204,21 @@ class RegistryStore:
     def subjects(self, *, deleted: bool) -> list[str]:
         """Subjects with a live version (or any stored version when `deleted`), sorted."""
         where = "" if deleted else "WHERE deleted = 0"
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT DISTINCT subject FROM versions {where} ORDER BY subject").fetchall()
+        rows = self._rows(f"SELECT DISTINCT subject FROM versions {where} ORDER BY subject")
         return [str(r[0]) for r in rows]
 
     def uses_of(self, schema_id: int, *, deleted: bool) -> list[tuple[str, int]]:
         """(subject, version) pairs that hold a schema id."""
         where = "" if deleted else "AND deleted = 0"
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT subject, version FROM versions WHERE schema_id = ? {where} "
-                "ORDER BY subject, version", (schema_id,)).fetchall()
+        rows = self._rows(f"SELECT subject, version FROM versions WHERE schema_id = ? {where} "
+                          "ORDER BY subject, version", (schema_id,))
         return [(str(r[0]), int(r[1])) for r in rows]
 
     def setting(self, table: str, subject: str) -> str | None:
         """The config level or mode stored for `subject` (GLOBAL for the global one)."""
         column = "level" if table == "config" else "mode"
-        with self._lock:
-            row = self._db.execute(f"SELECT {column} FROM {table} WHERE subject = ?",
-                                   (subject,)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._rows(f"SELECT {column} FROM {table} WHERE subject = ?", (subject,))
+        return None if not rows else str(rows[0][0])
 
     def put_setting(self, table: str, subject: str, value: str | None) -> None:
         """Store (or with None remove) the config level or mode of `subject`."""
@@ -226,6 +233,16 @@ class RegistryStore:
                     (subject, value))
 
 
+def _connect(path: str) -> sqlite3.Connection:
+    """A connection to the file, usable from any thread (each use under a lock), waiting up
+    to `BUSY_SECONDS` for another writer."""
+    try:
+        return sqlite3.connect(path, check_same_thread=False, isolation_level=None,
+                               timeout=BUSY_SECONDS)
+    except sqlite3.Error as exc:
+        raise _unusable(path, str(exc)) from exc
+
+
 def _open(path: str) -> sqlite3.Connection:
     """Connect, set WAL mode, create the tables and upgrade a file an older flatavro wrote
     (`upgrade`) in one write transaction, which also proves the file writable; nothing is
@@ -233,11 +250,7 @@ def _open(path: str) -> sqlite3.Connection:
     whose ids clash with the real one's)."""
     if path != ":memory:":
         _check_directory(path)
-    try:
-        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
-                             timeout=BUSY_SECONDS)
-    except sqlite3.Error as exc:
-        raise _unusable(path, str(exc)) from exc
+    db = _connect(path)
     try:
         _set_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
@@ -277,8 +290,7 @@ class StoreChanges:
     def __init__(self, path: str | Path) -> None:
         """Watch the (existing) registry file at `path`."""
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None,
-                                   timeout=BUSY_SECONDS)
+        self._db = _connect(str(path))
 
     def version(self) -> int:
         """A number that differs from the previous answer once a commit happened since."""
