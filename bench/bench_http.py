@@ -18,6 +18,7 @@ import base64
 import contextlib
 import gc
 import io
+import json
 import os
 import socket
 import statistics
@@ -32,6 +33,9 @@ from typing import Any, NamedTuple
 import fastavro
 import httpx
 import orjson
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 from bench.bench_row_codec import BATCH, DDL, ROUNDS, rows
 from service.core.ddl import table_from_ddl
@@ -172,12 +176,52 @@ def batch_figures(client: httpx.Client, encode_path: str) -> list[Figure]:
             fastavro.schemaless_reader(io.BytesIO(key), schemas[0], None)
             fastavro.schemaless_reader(io.BytesIO(value), schemas[1], None)
 
+    peer_lines(client, encode_path, pair, datums, messages, batch, decode_body)
     return [
         throughput("encode", lambda: post(client, encode_path, batch), write_raw,
                    "schemaless_writer (key + value)"),
         throughput("decode", lambda: post(client, "/v1/decode", decode_body), read_raw,
                    "schemaless_reader (key + value)"),
     ]
+
+
+def peer_lines(client: httpx.Client, encode_path: str, pair: Any, datums: list[Any],
+               messages: list[dict[str, Any]], batch: bytes, decode_body: bytes) -> None:
+    """The service over HTTP vs the peer a Python pipeline would otherwise pick:
+    confluent-kafka's AvroSerializer / AvroDeserializer in-process on the same records, key and
+    value, their schema ids from the service's embedded registry (fetched once, then cached
+    by the client). Printed for context; no target."""
+    registry = SchemaRegistryClient({"url": str(client.base_url).rstrip("/") + "/registry"})
+    topic = encode_path.split("/")[3]
+    conf = {"auto.register.schemas": False, "use.latest.version": True}
+    serializers = [(AvroSerializer(registry, json.dumps(schema), conf=conf),
+                    SerializationContext(topic, field))
+                   for schema, field in ((pair.key_schema, MessageField.KEY),
+                                         (pair.value_schema, MessageField.VALUE))]
+    deserializer = AvroDeserializer(registry)
+    contexts = [SerializationContext(topic, f) for f in (MessageField.KEY, MessageField.VALUE)]
+    framed = [(base64.b64decode(m["key"]), base64.b64decode(m["value"])) for m in messages]
+
+    def serialize() -> None:
+        for key, value in datums:
+            for (serializer, context), datum in zip(serializers, (key, value), strict=True):
+                serializer(datum, context)
+
+    def deserialize() -> None:
+        for parts in framed:
+            for context, raw in zip(contexts, parts, strict=True):
+                deserializer(raw, context)
+
+    serialize()  # the ids and parsed schemas are cached from here on
+    deserialize()
+    for name, ours, peer, peer_name in (
+            ("encode", lambda: post(client, encode_path, batch), serialize, "AvroSerializer"),
+            ("decode", lambda: post(client, "/v1/decode", decode_body), deserialize,
+             "AvroDeserializer")):
+        http_rate, peer_rate = interleaved_best_rates(ours, peer)
+        print(f"peer: {name} over HTTP: {http_rate:,.0f} records/s; confluent-kafka "
+              f"{peer_name} in-process (key + value): {peer_rate:,.0f} records/s; "
+              f"{http_rate / peer_rate:.1f}x (no target)", flush=True)
 
 
 async def latencies(port: int, request: bytes) -> list[float]:

@@ -28,6 +28,7 @@ from tests.bridge.test_bridge_protocols import (
     produce,
     produced,
     registered,
+    running,
     source_messages,
     table_changes,
 )
@@ -98,8 +99,7 @@ def test_a_broker_lost_mid_run_stops_the_bridge_and_a_restart_doubles_nothing(
     cmd = command(Protocol.CANAL_JSON, own_broker, source, registry, "lost", "one",
                   "--batch-size", "20", "--broker-timeout", "8", rule=rule)
     log = tmp_path / "bridge.log"
-    with log.open("w") as err:
-        process = subprocess.Popen(cmd, cwd=ROOT, stderr=err)
+    with log.open("w") as err, running(cmd, stderr=err) as process:
         deadline = time.monotonic() + 120
         while produced(own_broker, "lost_shop_items") == 0:
             assert time.monotonic() < deadline and process.poll() is None, log.read_text()
@@ -195,12 +195,10 @@ def test_prometheus_metrics_count_what_the_bridge_did(kafka: Broker, tmp_path: P
     produce(kafka, source, messages)
     total = sum(len(m) for m in messages.values())
     port = free_port()
-    process = subprocess.Popen(
-        command(Protocol.CANAL_JSON, kafka, source, registry, "metrics", "one",
-                "--metrics-port", str(port), "--dead-letter-topic", "metrics_dlt",
-                "--exit-when-idle", "12", rule=rule),
-        cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    try:
+    with running(command(Protocol.CANAL_JSON, kafka, source, registry, "metrics", "one",
+                         "--metrics-port", str(port), "--dead-letter-topic", "metrics_dlt",
+                         "--exit-when-idle", "12", rule=rule),
+                 stderr=subprocess.PIPE, text=True) as process:
         deadline, seen = time.monotonic() + 120, {}
         while time.monotonic() < deadline:
             try:
@@ -211,7 +209,6 @@ def test_prometheus_metrics_count_what_the_bridge_did(kafka: Broker, tmp_path: P
             if seen.get("flatavro_bridge_source_messages_total") == total and lag:
                 break
             time.sleep(0.5)
-    finally:
         _, err = process.communicate(timeout=120)
     assert process.returncode == 0, err[-3000:]
     want = expected(Protocol.CANAL_JSON, registry,

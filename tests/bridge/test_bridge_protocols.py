@@ -14,7 +14,10 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
@@ -120,6 +123,20 @@ def command(protocol: Protocol, broker: Broker, source: str, registry: Path, gro
             "--instance-id", instance, "--topic", rule, *extra]
 
 
+@contextmanager
+def running(cmd: list[str], **popen: Any) -> Iterator[subprocess.Popen[Any]]:
+    """A bridge process that never outlives its test: killed at exit if still running (a
+    failed assertion or a timed-out wait would otherwise leave it converting in the
+    background of every later test and benchmark)."""
+    process = subprocess.Popen(cmd, cwd=ROOT, **popen)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+
+
 def exactly_once(broker: Broker, want: dict[str, list[Raw]]) -> None:
     for topic, wanted in want.items():
         got = [m for _, m in read_committed(broker, topic)]
@@ -158,8 +175,8 @@ def test_sigkill_at_random_moments_then_restart(kafka: Broker, tmp_path: Path) -
                   "20", rule=rule)
     total, committed = sum(len(m) for m in messages.values()), [0]
     for attempt in range(3):
-        with (tmp_path / f"{attempt}.log").open("w") as log:
-            process = subprocess.Popen(cmd, cwd=ROOT, stderr=log)
+        with (tmp_path / f"{attempt}.log").open("w") as log, \
+                running(cmd, stderr=log) as process:
             deadline, written = time.monotonic() + 120, produced(kafka, "kill_shop_items")
             while produced(kafka, "kill_shop_items") <= written:  # until this run produces
                 assert time.monotonic() < deadline and process.poll() is None
@@ -206,14 +223,17 @@ def test_two_bridges_split_the_partitions_and_one_takes_over(kafka: Broker,
     messages = source_messages(Protocol.CANAL_JSON, 4, 300)
     produce(kafka, source, messages)
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
-    bridges = [subprocess.Popen(
-        [*command(Protocol.CANAL_JSON, kafka, source, registry, "pair", name, "--batch-size",
-                  "20", rule=rule), *(["--exit-when-idle", "6"] if name == "b" else [])],
-        cwd=ROOT, stderr=log.open("w")) for name, log in zip("ab", logs, strict=True)]
-    time.sleep(6)
-    bridges[0].send_signal(signal.SIGTERM)  # a graceful stop: b takes its partitions over
-    assert bridges[0].wait(60) == 0, logs[0].read_text()[-3000:]
-    assert bridges[1].wait(300) == 0, logs[1].read_text()[-3000:]
+    with ExitStack() as stack:
+        bridges = [stack.enter_context(running(
+            [*command(Protocol.CANAL_JSON, kafka, source, registry, "pair", name,
+                      "--batch-size", "20", rule=rule),
+             *(["--exit-when-idle", "6"] if name == "b" else [])],
+            stderr=stack.enter_context(log.open("w"))))
+            for name, log in zip("ab", logs, strict=True)]
+        time.sleep(6)
+        bridges[0].send_signal(signal.SIGTERM)  # a graceful stop: b takes its partitions over
+        assert bridges[0].wait(60) == 0, logs[0].read_text()[-3000:]
+        assert bridges[1].wait(300) == 0, logs[1].read_text()[-3000:]
     exactly_once(kafka, expected(Protocol.CANAL_JSON, registry, messages, rule))
 
 
