@@ -132,6 +132,27 @@ def _clients(options: BridgeOptions, on_error: Callable[[KafkaError], None]
                                f"(settings: {redacted(options.kafka)})") from exc
 
 
+def finished_within(work: Callable[[], object], seconds: float) -> bool:
+    """Run `work` in a daemon thread; whether it returned within `seconds` (what it raised
+    then is raised here). A call still blocked then is left behind: the process may exit
+    without it."""
+    failure: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            work()
+        except BaseException as exc:  # handed to the caller below
+            failure.append(exc)
+
+    thread = threading.Thread(target=attempt, daemon=True,
+                              name=f"bounded {getattr(work, '__name__', 'call')}")
+    thread.start()
+    thread.join(seconds)
+    if failure:
+        raise failure[0]
+    return not thread.is_alive()
+
+
 class Bridge:
     """One bridge process (one consumer, one transactional producer)."""
 
@@ -287,7 +308,14 @@ class Bridge:
             self._finish()  # "everything before it is committed" must be true
             raise
         finally:
-            self.consumer.close()  # leave the group now: the others rebalance at once
+            # Leave the group now, so the others rebalance at once; bounded, since librdkafka's
+            # close can block for good once the brokers are gone (a bridge that lost its broker
+            # must still exit and be restarted; the group then notices after
+            # session.timeout.ms, and no offset is lost: they ride the transactions).
+            wait = max(self.options.broker_timeout, 10.0)
+            if not finished_within(self.consumer.close, wait):
+                _log(f"leaving the consumer group did not finish within {wait:g} s (is the "
+                     "broker gone?); exiting without it")
             self.committer.shutdown()
 
     def _messages(self, consumed: list[Message]) -> list[Message]:

@@ -1,12 +1,14 @@
 """The bridge's extra librdkafka settings: variables, a key=value file over them, settings the
-bridge owns refused, secrets kept out of what is shown."""
+bridge owns refused, secrets kept out of what is shown; and the bound on librdkafka's close."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
+from service.bridge.bridge import finished_within
 from service.bridge.errors import KafkaConfigError
 from service.bridge.kafka_settings import kafka_settings, redacted
 
@@ -40,3 +42,20 @@ def test_secrets_are_redacted() -> None:
     assert shown == {"sasl.password": "**********", "ssl.key.password": "**********",
                      "sasl.username": "u", "sasl.oauthbearer.client.secret": "**********",
                      "security.protocol": "SSL"}
+
+
+def test_a_blocked_close_does_not_keep_the_bridge_from_exiting() -> None:
+    """librdkafka's consumer close can block for good once the brokers are gone: the bridge
+    waits a bounded time, then exits without it (and what the call raises still surfaces)."""
+    release = threading.Event()
+    try:
+        assert finished_within(release.wait, 0.2) is False  # still blocked: left behind
+    finally:
+        release.set()
+    assert finished_within(lambda: None, 5) is True
+
+    def broken() -> None:
+        raise KafkaConfigError("boom")
+
+    with pytest.raises(KafkaConfigError, match="boom"):
+        finished_within(broken, 5)
