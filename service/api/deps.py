@@ -36,22 +36,36 @@ async def require_write(runtime: RuntimeDep,
                   bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
                   api_key: Annotated[str | None, Security(_header)]) -> None:
     """Writes need a key when keys are configured."""
-    runtime.keys.check(f"Bearer {bearer.credentials}" if bearer else None, api_key)
+    _enforce(runtime, "write", bearer, api_key)
 
 
 async def require_read(runtime: RuntimeDep,
                  bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
                  api_key: Annotated[str | None, Security(_header)]) -> None:
     """Reads need a key only with ``FLATAVRO_PROTECT_READS``."""
-    if runtime.keys.protect_reads:
-        runtime.keys.check(f"Bearer {bearer.credentials}" if bearer else None, api_key)
+    _enforce(runtime, "read", bearer, api_key)
 
 
 async def may_write(runtime: RuntimeDep,
                     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
                     api_key: Annotated[str | None, Security(_header)]) -> bool:
     """Whether the request may write (for bodies that ask for a write, like register=true)."""
-    return runtime.keys.allows(f"Bearer {bearer.credentials}" if bearer else None, api_key)
+    return runtime.keys.allows(_authorization(bearer), api_key)
+
+
+def _authorization(bearer: HTTPAuthorizationCredentials | None) -> str | None:
+    return f"Bearer {bearer.credentials}" if bearer else None
+
+
+def _needs_key(runtime: Runtime, level: str) -> bool:
+    """Whether a ``write`` or ``read`` operation checks a key (reads: with protected reads)."""
+    return level == "write" or runtime.keys.protect_reads
+
+
+def _enforce(runtime: Runtime, level: str, bearer: HTTPAuthorizationCredentials | None,
+             api_key: str | None) -> None:
+    if _needs_key(runtime, level):
+        runtime.keys.check(_authorization(bearer), api_key)
 
 
 def access_level(calls: set[Any]) -> str | None:
@@ -66,9 +80,6 @@ async def check_access(request: Request, level: str | None) -> None:
     """The check `require_write` (``write``) or `require_read` (``read``) makes, on the same
     headers read the same way, for routes served without FastAPI's dependency solving
     (`service.api.body_route.served_by`)."""
-    if level is None:
-        return
     runtime = runtime_of(request)
-    if level == "write" or runtime.keys.protect_reads:
-        bearer, api_key = await _bearer(request), await _header(request)
-        runtime.keys.check(f"Bearer {bearer.credentials}" if bearer else None, api_key)
+    if level is not None and _needs_key(runtime, level):  # headers read only when needed
+        _enforce(runtime, level, await _bearer(request), await _header(request))

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import FastAPI, routing
 from fastapi.dependencies.models import Dependant
 
-from service.api.deps import may_write, require_read, require_write
+from service.api.deps import access_level, may_write
 from service.api.models import problem
 from service.api.problem_examples import examples_by_status
 
@@ -27,7 +27,8 @@ class AuthDoc:
         whose dependencies call `calls`."""
         if not self.keys:
             return None
-        if require_write in calls or (require_read in calls and self.protect_reads):
+        level = access_level(calls)
+        if level == "write" or (level == "read" and self.protect_reads):
             return "required"
         return "optional" if may_write in calls else None
 
