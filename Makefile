@@ -71,7 +71,8 @@ $(EXTRAS): $(SERVICE) pyproject.toml
 	@touch $@
 
 # spark-avro / spark-sql-kafka at the pyspark version, and a Kafka broker (re-used if present).
-$(JARS): $(EXTRAS) deploy/jvm/spark-pom.xml deploy/jvm/kafka-pom.xml deploy/jvm/fetch.sh
+$(JARS): $(EXTRAS) deploy/jvm/spark-pom.xml deploy/jvm/kafka-pom.xml deploy/jvm/apicurio-pom.xml \
+		deploy/jvm/fetch.sh
 	PYTHON=$(BIN)/python FLATAVRO_JVM_CACHE=$(JVM_CACHE) deploy/jvm/fetch.sh all
 	@touch $@
 

@@ -1,6 +1,7 @@
-"""A real single-node KRaft broker (deploy/kafka/kafka.sh) on free loopback ports, one per
-test session, for the Spark and bridge tests; started on first use. It fails loudly when
-Kafka's jars are missing; nothing is skipped."""
+"""Real parts, started on first use, one per test session unless a test needs its own: a
+single-node KRaft broker (deploy/kafka/kafka.sh) for the Spark and bridge tests, Apicurio
+Registry (deploy/apicurio/apicurio.sh) and a `flatavro serve` as external registries, and a
+local Spark session. Each fails loudly when its part is missing; nothing is skipped."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from tests.registry.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 KAFKA_SH = ROOT / "deploy" / "kafka" / "kafka.sh"
+APICURIO_SH = ROOT / "deploy" / "apicurio" / "apicurio.sh"
+FLATAVRO = ROOT / ".venv" / "bin" / "flatavro"
 
 
 class Broker:
@@ -67,3 +72,111 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     broker = Broker(tmp_path_factory.mktemp("kafka"))
     yield broker
     broker.stop()
+
+
+class ExternalRegistry:
+    """A Confluent-API registry in its own process, over a real socket: `url` is the root
+    of its Confluent API, `name` what the suite calls it."""
+
+    name = "registry"
+
+    def __init__(self, data: Path) -> None:
+        self.data = data
+        self.port = free_port()
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def http(self, **auth: object) -> httpx.Client:
+        """A client of the registry's Confluent API (for a test's own set-up and checks)."""
+        return httpx.Client(base_url=self.url + "/", timeout=30, **auth)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class Apicurio(ExternalRegistry):
+    """Apicurio Registry 2.6 (in-memory storage) at ``/apis/ccompat/v7``."""
+
+    name = "apicurio"
+
+    def __init__(self, data: Path, *, options: str = "") -> None:
+        super().__init__(data)
+        env = {**os.environ, "APICURIO_OPTS": options}
+        done = subprocess.run([str(APICURIO_SH), "start", str(data), str(self.port)],
+                              capture_output=True, text=True, timeout=300, check=False, env=env)
+        assert done.returncode == 0, f"Apicurio did not start:\n{done.stderr[-3000:]}"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/apis/ccompat/v7"
+
+    def stop(self) -> None:
+        subprocess.run([str(APICURIO_SH), "stop", str(self.data)], timeout=60, check=True)
+
+
+class FlatavroRegistry(ExternalRegistry):
+    """flatavro's embedded registry served by another `flatavro serve` (``/registry``);
+    `env` adds settings (API keys, say)."""
+
+    name = "flatavro"
+
+    def __init__(self, data: Path, **env: str) -> None:
+        super().__init__(data)
+        settings = {"FLATAVRO_REGISTRY_DB_PATH": str(data / "registry.sqlite"),
+                    "FLATAVRO_LOG_LEVEL": "WARNING", **env}
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("FLATAVRO_")}
+        self.log = (data / "serve.log").open("w")
+        self.process = subprocess.Popen(
+            [str(FLATAVRO), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+            env={**environ, **settings}, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, \
+                f"flatavro serve exited: {(data / 'serve.log').read_text()[-2000:]}"
+            try:
+                httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1)
+                return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise AssertionError("flatavro serve did not answer within 60 s")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/registry"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def apicurio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apicurio]:
+    """One Apicurio for the session: tests use subjects of their own."""
+    registry = Apicurio(tmp_path_factory.mktemp("apicurio"))
+    yield registry
+    registry.stop()
+
+
+@pytest.fixture(scope="session")
+def flatavro_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlatavroRegistry]:
+    """One `flatavro serve` as a registry for the session: tests use subjects of their own."""
+    registry = FlatavroRegistry(tmp_path_factory.mktemp("flatavro-registry"))
+    yield registry
+    registry.stop()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local[2] Spark session with the Maven-cache jars for the test session."""
+    from spark_jobs.session import build_session
+
+    session = build_session("flatavro-tests", "local[2]")
+    yield session
+    session.stop()

@@ -4,8 +4,11 @@
 #   $CACHE/spark/  spark-avro_2.13 + spark-sql-kafka-0-10_2.13 at exactly the installed
 #                  pyspark version, with the runtime dependencies pyspark does not ship
 #                  (given to Spark through spark.jars);
-#   $CACHE/kafka/  kafka_2.13 and a log4j binding: a KRaft broker for deploy/kafka/kafka.sh.
-# Usage: deploy/jvm/fetch.sh [spark|kafka|all]   (CACHE: $FLATAVRO_JVM_CACHE or .cache/jvm)
+#   $CACHE/kafka/  kafka_2.13 and a log4j binding: a KRaft broker for deploy/kafka/kafka.sh;
+#   $CACHE/apicurio/  Apicurio Registry's app (runner jar + lib/), unpacked from its tarball:
+#                  the third-party registry of the tests, for deploy/apicurio/apicurio.sh.
+# Usage: deploy/jvm/fetch.sh [spark|kafka|apicurio|all]   (CACHE: $FLATAVRO_JVM_CACHE or
+# .cache/jvm)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -20,8 +23,10 @@ what=${1:-all}
 export MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true"
 
 # $1 name, $2 pom, $3 stamp text, $4 what it downloads, rest: extra Maven properties
+# (FETCH_GOAL: the dependency plugin's goal, copy-dependencies unless set)
 fetch() {
     local name=$1 pom=$2 stamp=$3 size=$4
+    local goal=${FETCH_GOAL:-copy-dependencies}
     shift 4
     local dir="$cache/$name"
     if [[ -f "$dir/.stamp" && "$(cat "$dir/.stamp")" == "$stamp" ]]; then
@@ -32,7 +37,7 @@ fetch() {
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
     mvn -q -B --no-transfer-progress -Dstyle.color=never -s "$here/settings.xml" \
         -f "$here/$pom" "$@" \
-        dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir.tmp" >&2
+        "dependency:$goal" -DincludeScope=runtime -DoutputDirectory="$dir.tmp" >&2
     if ! compgen -G "$dir.tmp/*.jar" > /dev/null; then
         echo "Maven fetched no $name jars into $dir.tmp" >&2
         exit 1
@@ -61,4 +66,10 @@ if [[ $what == kafka || $what == all ]]; then
     kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/kafka-pom.xml")
     fetch kafka kafka-pom.xml "kafka $kafka_version" \
         "~50 MB into ~/.m2 the first time, ~46 MB of it kept in $cache/kafka"
+fi
+if [[ $what == apicurio || $what == all ]]; then
+    apicurio_version=$(sed -n 's:.*<apicurio.version>\(.*\)</apicurio.version>.*:\1:p' \
+        "$here/apicurio-pom.xml")
+    FETCH_GOAL=unpack-dependencies fetch apicurio apicurio-pom.xml "apicurio $apicurio_version" \
+        "~140 MB into ~/.m2 the first time, ~150 MB unpacked in $cache/apicurio"
 fi

@@ -5,6 +5,7 @@ Keys are compared in constant time and never logged, echoed or exported as metri
 
 from __future__ import annotations
 
+import base64
 import hmac
 import re
 from collections.abc import Iterable
@@ -61,7 +62,9 @@ class ApiKeys:
 
 class RegistryGuard:
     """Applies `ApiKeys` to the mounted embedded registry; refusals use Confluent's error
-    body (``error_code`` 40101) because Confluent clients talk to it."""
+    body (``error_code`` 40101) because Confluent clients talk to it. Besides a Bearer token
+    or X-API-Key, it takes HTTP basic auth with the key as the password (any user name), as
+    Confluent's clients send credentials (``basic.auth.user.info``)."""
 
     def __init__(self, app: ASGIApp, keys: ApiKeys) -> None:
         self.app, self.keys = app, keys
@@ -69,8 +72,10 @@ class RegistryGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self._needs_key(scope):
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            authorization = headers.get("authorization")
+            api_key = headers.get("x-api-key") or _basic_password(authorization)
             try:
-                self.keys.check(headers.get("authorization"), headers.get("x-api-key"))
+                self.keys.check(authorization, api_key)
             except ApiKeyError as exc:
                 body = orjson.dumps({"error_code": 40101, "message": exc.message})
                 await send({"type": "http.response.start", "status": 401,
@@ -92,3 +97,15 @@ class RegistryGuard:
         if root and path.startswith(root):  # Starlette mounts keep the full path
             path = path[len(root):]
         return method == "POST" and bool(_REGISTER.match(path))
+
+
+def _basic_password(authorization: str | None) -> str | None:
+    """The password of ``Authorization: Basic base64(user:password)``; None otherwise."""
+    if not authorization or authorization[:6].lower() != "basic ":
+        return None
+    try:
+        decoded = base64.b64decode(authorization[6:].strip(), validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    user, colon, password = decoded.partition(":")
+    return password if colon else None

@@ -33,6 +33,7 @@ from service.registry.errors import (
     RegistryError,
     RegistryServerError,
     RegistryUnavailableError,
+    RegistryUnsupportedError,
     SchemaNotFoundError,
     SubjectConfigNotFoundError,
     SubjectModeNotFoundError,
@@ -78,6 +79,7 @@ STATUS: dict[type[ServiceError], int] = {
     IncompatibleSchemaError: 409, TopicBindingError: 409,
     RegistryError: 422,  # the registry refused the request (READONLY, ...): a client matter
     RegistryServerError: 502,
+    RegistryUnsupportedError: 501,  # the registry behind the service lacks the operation
     RegistryUnavailableError: 503, NotReadyError: 503,
     ApiKeyError: 401, WriteKeyRequiredError: 401,
     _MethodNotAllowed: 405,

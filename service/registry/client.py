@@ -1,4 +1,5 @@
-"""`SchemaRegistry` over HTTP, for any Confluent-compatible registry (Confluent, Karapace, ...).
+"""`SchemaRegistry` over HTTP, for any Confluent-compatible registry (Confluent, Karapace,
+Apicurio's ``/apis/ccompat/v7``, flatavro's own ``/registry``).
 
 Retries connect errors, timeouts, 408, 429 and 5xx with capped exponential backoff and full
 jitter inside a total time budget, never other 4xx, and stops at once when the circuit breaker
@@ -6,6 +7,15 @@ opens (a registry that cannot be reached fails calls at once instead of after th
 see `Breaker`); maps Confluent ``error_code``s to our registry errors; caches id -> schema for
 the process life (ids are immutable) and (subject, schema) -> registration, with one registry
 call for concurrent requests of one id.
+
+Registries speak Confluent's API in dialects; the client takes each answer as a user of that
+registry would and records what it learnt in `Dialect` (docs/registry.md lists the dialects,
+measured): a subject without a level of its own falls back to the global level whether the
+registry answers 40408, 40401 (Apicurio, for a subject it does not have yet) or no level; a
+registry without ``/mode`` is READWRITE; a compatibility check of a subject that does not exist
+yet is compatible; the check's reasons come as ``messages`` (Confluent) or ``reason``
+(Apicurio); a register answer without ``version`` is completed by a lookup. An operation the
+registry does not implement at all is `RegistryUnsupportedError`, never "not found".
 """
 
 from __future__ import annotations
@@ -33,14 +43,16 @@ from service.registry.errors import (
     RegistryError,
     RegistryServerError,
     RegistryUnavailableError,
+    RegistryUnsupportedError,
     SubjectConfigNotFoundError,
     SubjectModeNotFoundError,
     SubjectNotFoundError,
+    VersionNotFoundError,
 )
 from service.registry.interface import VersionSpec
 from service.registry.model import RegisteredSchema, RegistryMode
 
-__all__ = ["RegistryClientConfig", "HttpSchemaRegistry"]
+__all__ = ["RegistryClientConfig", "HttpSchemaRegistry", "Dialect"]
 
 _RETRY_STATUSES = frozenset({408, 429})
 _GATEWAY_DOWN = frozenset({502, 503, 504})
@@ -49,6 +61,32 @@ registry behind it is down. Other 5xx do not (the registry is up; Confluent answ
 while its Kafka store is down yet still serves reads), and 4xx never do."""
 _ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, " \
           "application/json"
+_NO_ROUTE = frozenset({404, 405, 501})
+"""Statuses that mean "no such operation" unless a Confluent ``404xx`` code says "no such
+subject/version/schema": Confluent answers a route it lacks with 404/``error_code`` 404,
+Apicurio with 404/``error_code`` 0 ("Operation not supported", "Could not find resource")."""
+_PROBE_SUBJECT = "flatavro-dialect-probe.no-such-subject"
+"""A subject nobody registers: how a registry answers the level of an unknown subject tells
+whether it can tell "no level of its own" from NONE (see `Dialect.unset_level_reads_as_none`)."""
+
+
+@dataclass(slots=True)
+class Dialect:
+    """What the client has learnt of its registry's dialect, from the registry's own answers.
+
+    Attributes:
+        modes: False once ``/mode`` answered "not implemented" (Apicurio 2.6): every mode then
+            reads READWRITE, and setting one is `RegistryUnsupportedError`.
+        unset_level_reads_as_none: whether a subject without a level of its own answers
+            ``NONE`` (Apicurio 2.6: its subject levels are artifact rules, and a missing rule
+            reads NONE, while the registry enforces the global rule) — None until asked. Such a
+            registry answers the level of a subject it does not have with 40401, where
+            Confluent answers 40408 or (``defaultToGlobal``) the global level; the client asks
+            once, with `_PROBE_SUBJECT`, when a subject's level reads NONE.
+    """
+
+    modes: bool = True
+    unset_level_reads_as_none: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +147,7 @@ class HttpSchemaRegistry:
         self._inflight: dict[int, asyncio.Future[str]] = {}
         self.breaker = Breaker(self.url, failures=config.breaker_failures,
                                seconds=config.breaker_seconds)
+        self.dialect = Dialect()
         self.calls = 0
         self.cache_hits = 0
 
@@ -117,14 +156,17 @@ class HttpSchemaRegistry:
         await self._http.aclose()
 
     async def probe(self, timeout: float) -> None:
-        """One cheap call (``GET /config``) with `timeout` and no retry, through the breaker
-        (so it fails at once while the breaker is open, and its outcome counts).
+        """One cheap call with `timeout` and no retry, through the breaker (so it fails at once
+        while the breaker is open, and its outcome counts): ``GET /schemas/types``, which every
+        Confluent-API registry serves (Confluent >= 5.5, Karapace, Apicurio, flatavro), unlike
+        ``/config`` or ``/mode``.
 
         Raises:
             RegistryUnavailableError: the registry cannot be reached, or the breaker is open.
-            RegistryError: the registry answered with an error.
+            RegistryUnsupportedError: no Confluent API at the URL (a wrong path prefix).
+            RegistryError: the registry answered with an error (401: wrong credentials, ...).
         """
-        await self._request("GET", "config", timeout=timeout, budget=0)
+        await self._request("GET", "schemas/types", timeout=timeout, budget=0)
 
     # -- transport ------------------------------------------------------------------------
     async def _request(self, method: str, path: str, *, json: Any = None,
@@ -144,8 +186,10 @@ class HttpSchemaRegistry:
             else:
                 if response.status_code < 400:
                     return response.json() if response.content else None
-                failure = self._error_of(response)
-                if response.status_code not in _RETRY_STATUSES and response.status_code < 500:
+                failure = self._error_of(response, method, path)
+                if isinstance(failure, RegistryUnsupportedError) or (
+                        response.status_code not in _RETRY_STATUSES
+                        and response.status_code < 500):
                     raise failure
             if self.breaker.state != "closed":  # this failure opened it: no use waiting
                 raise self.breaker.error() from failure
@@ -187,13 +231,21 @@ class HttpSchemaRegistry:
         url = httpx.URL(self._config.url)
         return str(url.copy_with(username=None, password=None))
 
-    def _error_of(self, response: httpx.Response) -> RegistryError:
+    def _error_of(self, response: httpx.Response, method: str, path: str) -> RegistryError:
+        status = response.status_code
         try:
             body = response.json()
-            code = int(body.get("error_code", response.status_code))
+            code = int(body.get("error_code", status))
             message = str(body.get("message", ""))
         except (ValueError, AttributeError, TypeError):
-            code, message = response.status_code, response.text[:200]
+            code, message = status, response.text[:200]
+        if status in _NO_ROUTE and not 40400 <= code < 40500:
+            return RegistryUnsupportedError(
+                f"the schema registry at {self.url} does not implement {method} /{path} (it "
+                f"answered {status} ({code}): {message}); if no call works, the URL is not "
+                "the root of a Confluent-compatible API (Apicurio: .../apis/ccompat/v7, "
+                "flatavro serve: .../registry)",
+                registry_status=status, error_code=code, operation=f"{method} /{path}")
         cls = ERROR_CLASSES.get(code)
         if cls is None:
             cls = RegistryServerError if response.status_code >= 500 else RegistryError
@@ -278,10 +330,56 @@ class HttpSchemaRegistry:
 
     async def get_compatibility(self, subject: str | None = None, *,
                                 default_to_global: bool = False) -> CompatibilityLevel:
-        path = "config" if subject is None else f"config/{_q(subject)}"
-        body = await self._request("GET", path,
-                                   params={"defaultToGlobal": _b(default_to_global)})
-        return CompatibilityLevel(body.get("compatibilityLevel") or body.get("compatibility"))
+        """The subject's level (or the global one); with `default_to_global`, a subject
+        without a level of its own has the global level, in every dialect (see `Dialect`).
+
+        Raises:
+            SubjectConfigNotFoundError: the subject has no level of its own, and not
+                `default_to_global`.
+        """
+        if subject is None:
+            level = _level(await self._request("GET", "config"))
+            return level or CompatibilityLevel.BACKWARD  # Confluent's default, if unsaid
+        try:
+            level = await self._subject_level(subject, default_to_global)
+        except SubjectConfigNotFoundError:
+            if not default_to_global:
+                raise
+            level = None
+        return level or await self.get_compatibility()
+
+    async def _subject_level(self, subject: str, default_to_global: bool
+                             ) -> CompatibilityLevel | None:
+        """The level a subject answers: None for none of its own.
+
+        Raises:
+            SubjectConfigNotFoundError: 40408, or 40401 (a registry that keeps levels only for
+                subjects it has: Apicurio).
+        """
+        try:
+            body = await self._request("GET", f"config/{_q(subject)}",
+                                       params={"defaultToGlobal": _b(default_to_global)})
+        except SubjectNotFoundError as exc:
+            raise SubjectConfigNotFoundError(
+                f"subject {subject!r} has no compatibility level of its own ({exc.message})",
+                subject=subject) from exc
+        level = _level(body)
+        if level is CompatibilityLevel.NONE and await self._unset_level_reads_as_none():
+            return None
+        return level
+
+    async def _unset_level_reads_as_none(self) -> bool:
+        """Whether this registry's NONE for a subject may mean "no level of its own" (asked
+        once: see `Dialect.unset_level_reads_as_none`)."""
+        if self.dialect.unset_level_reads_as_none is None:
+            try:
+                await self._request("GET", f"config/{_q(_PROBE_SUBJECT)}")
+                self.dialect.unset_level_reads_as_none = False
+            except SubjectNotFoundError:
+                self.dialect.unset_level_reads_as_none = True
+            except SubjectConfigNotFoundError:
+                self.dialect.unset_level_reads_as_none = False
+        return self.dialect.unset_level_reads_as_none
 
     async def set_compatibility(self, level: CompatibilityLevel,
                                 subject: str | None = None) -> CompatibilityLevel:
@@ -294,18 +392,29 @@ class HttpSchemaRegistry:
         path = f"compatibility/subjects/{_q(subject)}/versions"
         if version is not None:
             path += f"/{version}"
-        body = await self._request("POST", path, json={"schema": schema},
-                                   params={"verbose": "true"})
+        try:
+            body = await self._request("POST", path, json={"schema": schema},
+                                       params={"verbose": "true"})
+        except (SubjectNotFoundError, VersionNotFoundError):
+            if version is not None and not isinstance(version, str):
+                raise
+            # Nothing registered yet (Apicurio answers 40401 where Confluent says compatible).
+            return CompatibilityVerdict(True, ())
         messages = [str(m) for m in body.get("messages") or []]
+        if not messages and body.get("reason"):  # Apicurio: one `reason` string
+            messages = [str(body["reason"])]
         reasons = tuple(Incompatibility("REGISTRY", "/", m, 0, "registry") for m in messages)
         return CompatibilityVerdict(bool(body["is_compatible"]), reasons)
 
     async def configured_compatibility(self, subject: str | None = None
                                        ) -> CompatibilityLevel | None:
-        """The subject's own level, None without one (40408); for the global level Confluent
-        answers its default when none was set, so that is never None."""
+        """The subject's own level, None without one (40408, or a dialect's equivalent); for
+        the global level Confluent answers its default when none was set, so that is never
+        None."""
+        if subject is None:
+            return await self.get_compatibility()
         try:
-            return await self.get_compatibility(subject)
+            return await self._subject_level(subject, False)
         except SubjectConfigNotFoundError:  # 40408: the subject has no level of its own
             return None
 
@@ -326,16 +435,30 @@ class HttpSchemaRegistry:
         return CompatibilityLevel(body.get("compatibilityLevel") or body.get("compatibility"))
 
     async def get_mode(self, subject: str | None = None) -> RegistryMode:
+        """The effective mode; READWRITE on a registry without ``/mode`` (Apicurio 2.6)."""
+        if not self.dialect.modes:
+            return RegistryMode.READWRITE
         path = "mode" if subject is None else f"mode/{_q(subject)}"
-        body = await self._request("GET", path, params={"defaultToGlobal": "true"})
+        try:
+            body = await self._request("GET", path, params={"defaultToGlobal": "true"})
+        except RegistryUnsupportedError:
+            self.dialect.modes = False
+            return RegistryMode.READWRITE
         return _mode(body)
 
     async def configured_mode(self, subject: str | None = None) -> RegistryMode | None:
+        """The mode set on the subject (or the global one); None when unset, and for a
+        subject on a registry without ``/mode`` (globally: READWRITE)."""
+        if not self.dialect.modes:
+            return RegistryMode.READWRITE if subject is None else None
         path = "mode" if subject is None else f"mode/{_q(subject)}"
         try:
             return _mode(await self._request("GET", path))
         except SubjectModeNotFoundError:  # 40409: the subject has no mode of its own
             return None
+        except RegistryUnsupportedError:
+            self.dialect.modes = False
+            return RegistryMode.READWRITE if subject is None else None
 
     async def set_mode(self, mode: RegistryMode, subject: str | None = None, *,
                        force: bool = False) -> RegistryMode:
@@ -372,6 +495,26 @@ def _reason(exc: httpx.TransportError) -> str:
             return text.lower()
         cause = cause.__cause__ or cause.__context__
     return str(exc).lower() or type(exc).__name__
+
+
+def _level(body: Any) -> CompatibilityLevel | None:
+    """The level in a ``/config`` answer (``compatibilityLevel``, or ``compatibility`` as some
+    registries answer), None when the body names none (an empty answer).
+
+    Raises:
+        RegistryServerError: a level this service does not know (the registry's answer cannot
+            be used: 502).
+    """
+    value = (body.get("compatibilityLevel") or body.get("compatibility")) \
+        if isinstance(body, dict) else None
+    if not value:
+        return None
+    try:
+        return CompatibilityLevel(str(value).upper())
+    except ValueError as exc:
+        raise RegistryServerError(
+            f"the schema registry answered compatibility level {value!r}, which this service "
+            "does not know", level=value) from exc
 
 
 def _mode(body: Any) -> RegistryMode:

@@ -31,6 +31,7 @@ __all__ = [
     "InvalidSubjectError",
     "RegistryUnavailableError",
     "RegistryServerError",
+    "RegistryUnsupportedError",
     "ERROR_CLASSES",
 ]
 
@@ -132,6 +133,14 @@ class RegistryServerError(RegistryError):
     """The registry answered with a 5xx of its own."""
 
     code, registry_code = "registry_server_error", 50001
+
+
+class RegistryUnsupportedError(RegistryError):
+    """The registry does not implement an operation of Confluent's API (it answered "no such
+    route": 404 without a Confluent ``404xx`` code, 405 or 501), or the URL does not lead to a
+    Confluent-compatible API at all. Apicurio 2.6, for one, has no ``/mode``."""
+
+    code, registry_code = "registry_unsupported", 50001
 
 
 ERROR_CLASSES: dict[int, type[RegistryError]] = {

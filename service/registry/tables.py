@@ -125,14 +125,20 @@ async def _live_versions(registry: SchemaRegistry, subject: str) -> list[tuple[i
 
 async def _verdict(registry: SchemaRegistry, subject: str, kind: SubjectKind, text: str,
                    registered: list[tuple[int, str]]) -> SubjectVerdict:
+    """Both checks must pass: the registry's (it decides what it stores) and flatavro's own
+    (Apache avro at the subject's level), so a registry that enforces a level differently
+    (Apicurio's transitive checks) still cannot take a change the level forbids. The local
+    check names the columns; the registry's words stand only when it alone refuses."""
     level = await registry.get_compatibility(subject, default_to_global=True)
     # Seconds of CPU for a wide table: off the event loop, so the service keeps answering.
     local = await anyio.to_thread.run_sync(check_compatibility, text, registered, level)
     remote = await registry.check_compatibility(subject, text)
-    # The registry's verdict decides; the local check explains it column by column.
-    reasons = local.incompatibilities or remote.incompatibilities
-    return SubjectVerdict(subject, kind, text, level, remote.compatible,
-                          reasons if not remote.compatible else ())
+    reasons = local.incompatibilities
+    if not remote.compatible and not reasons:
+        reasons = remote.incompatibilities
+    compatible = local.compatible and remote.compatible
+    return SubjectVerdict(subject, kind, text, level, compatible,
+                          reasons if not compatible else ())
 
 
 def _require_same_table(subject: str, table: Table, schema: dict[str, Any],
