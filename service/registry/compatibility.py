@@ -1,9 +1,10 @@
 """Avro compatibility with reasons: Apache avro's reader/writer checker, per level and version.
 
-The verdict is always the Apache `avro` package's (the rules Confluent's Java checker applies);
-to say *which* column broke and how, the check is repeated field by field with the same checker,
-so each incompatibility carries its type, JSON-pointer location, the version compared and a
-sentence that names the column.
+The verdict is the Apache `avro` package's checker (the rules Confluent's Java checker applies)
+with one correction: the names of records, enums and fixed are compared as Java Avro compares
+them (`_names_match`), not as the Python package does. To say *which* column broke and how, the
+check is repeated field by field with the same checker, so each incompatibility carries its type,
+JSON-pointer location, the version compared and a sentence that names the column.
 """
 
 from __future__ import annotations
@@ -19,10 +20,17 @@ from dataclasses import dataclass
 import avro.errors
 import avro.schema
 from avro.compatibility import (
+    CompatibleResult,
     ReaderWriterCompatibilityChecker,
     SchemaCompatibilityResult,
     SchemaCompatibilityType,
+    SchemaIncompatibilityType,
+    SchemaType,
+    check_fixed_size,
+    check_reader_enum_contains_writer_enum,
+    incompatible,
     lookup_writer_field,
+    merge,
 )
 
 from service.registry.errors import InvalidSchemaError
@@ -141,10 +149,66 @@ def check_compatibility(
     return CompatibilityVerdict(not found, tuple(found))
 
 
+def _names_match(reader: avro.schema.NamedSchema, writer: avro.schema.NamedSchema) -> bool:
+    """Whether a reader's record, enum or fixed may read the writer's: Java Avro's rule.
+
+    Java's ``SchemaCompatibility.schemaNameEquals`` (1.11 and 1.12): the unqualified names are
+    equal (``getName()``: the namespaces are not compared), or the writer's full name is one of
+    the reader's aliases, each qualified by the *reader's* namespace (``Schema.getAliases()``).
+    The Python package looks the writer's full name up in the aliases as written, so an alias
+    without a dot (``"User"`` in namespace ``com.acme``) never matched, and neither did any
+    alias of a stored schema in its own namespace: Java's ``Schema.toString()``, the registry's
+    stored form, writes ``com.acme.User`` as ``"User"`` there.
+    """
+    return (reader.fullname.rpartition(".")[2] == writer.fullname.rpartition(".")[2]
+            or writer.fullname in _java_aliases(reader))
+
+
+def _java_aliases(schema: avro.schema.NamedSchema) -> set[str]:
+    """A named schema's aliases as Java Avro's ``getAliases()`` returns them (1.12)."""
+    aliases = schema.props.get("aliases")
+    if not isinstance(aliases, list):
+        return set()
+    space = schema.fullname.rpartition(".")[0] or None
+    out: set[str] = set()
+    for alias in aliases:
+        if not isinstance(alias, str):
+            continue
+        given, dot, short = alias.rpartition(".")
+        own = (given or None) if dot else space  # Schema.Name(alias, the schema's namespace)
+        if own is None and space is not None:
+            out.add("." + short)  # 1.12: an alias put in the null namespace (".User") never
+            continue  # matches (1.11 matched it with a writer "User" in the null namespace)
+        out.add(f"{own}.{short}" if own else short)
+    return out
+
+
+class _Checker(ReaderWriterCompatibilityChecker):
+    """Apache avro's reader/writer checker, with Java's name rule for records, enums, fixed."""
+
+    _NAMED = frozenset({SchemaType.RECORD, SchemaType.ENUM, SchemaType.FIXED})
+
+    def calculate_compatibility(
+        self, reader: avro.schema.Schema, writer: avro.schema.Schema, location: list[str],
+    ) -> SchemaCompatibilityResult:
+        if reader.type != writer.type or reader.type not in self._NAMED:
+            return super().calculate_compatibility(reader, writer, location)
+        # avro's own steps for these three types, its schema_name_equals replaced
+        result = CompatibleResult
+        if not _names_match(reader, writer):
+            result = incompatible(SchemaIncompatibilityType.name_mismatch,
+                                  f"expected: {writer.fullname}", location + ["name"])
+        if reader.type == SchemaType.FIXED:
+            return merge(result, check_fixed_size(reader, writer, location))
+        if reader.type == SchemaType.ENUM:
+            return merge(result, check_reader_enum_contains_writer_enum(reader, writer, location))
+        return merge(result, self.check_reader_writer_record_fields(reader, writer, location))
+
+
 def _explain(
     *, reader: avro.schema.Schema, writer: avro.schema.Schema, version: int, direction: str
 ) -> list[Incompatibility]:
-    verdict = ReaderWriterCompatibilityChecker().get_compatibility(reader, writer)
+    verdict = _Checker().get_compatibility(reader, writer)
     if verdict.compatibility is SchemaCompatibilityType.compatible:
         return []
     details: list[Incompatibility] = []
@@ -161,7 +225,7 @@ def _record_details(
     direction: str,
 ) -> list[Incompatibility]:
     out: list[Incompatibility] = []
-    if reader.name != writer.name and writer.fullname not in (reader.props.get("aliases") or ()):
+    if not _names_match(reader, writer):
         out.append(Incompatibility(
             "NAME_MISMATCH", "/name",
             f"record name changed from {_old_new(direction, writer.fullname, reader.fullname)}",
@@ -176,7 +240,7 @@ def _record_details(
                     _missing_default_message(field.name, version, direction), version, direction,
                     field.name))
             continue
-        result = ReaderWriterCompatibilityChecker().get_compatibility(
+        result = _Checker().get_compatibility(
             field.type, other.type, "type", ["/", "fields", str(i)])
         if result.compatibility is SchemaCompatibilityType.incompatible:
             out.extend(_from_result(result, version, direction, field=(field, other)))
@@ -188,7 +252,9 @@ def _from_result(
     field: tuple[avro.schema.Field, avro.schema.Field] | None,
 ) -> list[Incompatibility]:
     kinds = sorted({k.name.upper() for k in result.incompatibilities})
-    location = sorted(result.locations)[0]
+    # avro's merge unions an incompatible result's locations with a compatible one's "/" (a
+    # renamed enum: {"/", "/name"}); the root is where it broke only when nothing deeper is named
+    location = (sorted(result.locations - {"/"}) or ["/"])[0]
     avro_says = "; ".join(sorted(result.messages))
     if field is None:
         message = f"{avro_says} ({_consequence(version, direction)})"

@@ -10,6 +10,7 @@ import pytest
 
 from service.core.ddl import table_from_ddl
 from service.core.schema import generate_schemas
+from service.registry.canonical import stored_form
 from service.registry.compatibility import (
     CompatibilityLevel,
     InvalidSchemaError,
@@ -36,6 +37,24 @@ def test_incompatible_reader_writer_pairs(pair: dict[str, str]) -> None:
     assert not verdict.compatible
     assert pair["type"] in {i.type for i in verdict.incompatibilities}
     assert all(i.version == 1 for i in verdict.incompatibilities)
+
+
+@pytest.mark.parametrize(("pair", "ok"), [
+    pytest.param(p, ok, id=f"{p['reader']}<-{p['writer']}")
+    for ok, pairs in ((True, PAIRS["compatible"]), (False, PAIRS["incompatible"])) for p in pairs])
+def test_reader_writer_pairs_as_stored(pair: dict[str, str], ok: bool) -> None:
+    # The embedded registry checks stored texts: Java's Schema.toString(), which writes names
+    # and aliases relative to the namespace ("aliases":["User"] for com.acme.User in com.acme).
+    reader, writer = (stored_form(S[pair[side]]).text for side in ("reader", "writer"))
+    verdict = check_compatibility(reader, [(1, writer)], CompatibilityLevel.BACKWARD)
+    assert verdict.compatible is ok, verdict.incompatibilities
+
+
+def test_renamed_nested_record_is_named_at_its_field() -> None:
+    verdict = check_compatibility(S["ACME_ORDER_CUSTOMER"], [(1, S["ACME_ORDER_USER"])],
+                                  CompatibilityLevel.BACKWARD)
+    assert [(i.type, i.location, i.detail) for i in verdict.incompatibilities] == [
+        ("NAME_MISMATCH", "/fields/0/type/name", "expected: com.acme.User")]
 
 
 def rec(*fields: dict[str, Any]) -> str:
