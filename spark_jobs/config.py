@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import argparse
 import enum
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
 __all__ = ["JobConfig", "Mode", "OutputFormat", "SchemaSource", "StreamConfig", "parse_args",
-           "parse_stream_args"]
+           "parse_stream_args", "registry_url_from_env"]
 
 
 class SchemaSource(Protocol):
-    """Where a job finds its topic's schemas (both jobs' configurations are one)."""
+    """Where a job finds its topic's schemas (both jobs' configurations are one):
+    `service_url` (``--service-url``) when set, else the registry at `registry_url`
+    (``--registry-url``), else at ``FLATAVRO_REGISTRY_URL``."""
 
     @property
     def topic(self) -> str: ...
@@ -52,7 +55,7 @@ class JobConfig:
     ending_offsets: str = "latest"
     input: str | None = None
     service_url: str | None = None
-    registry_url: str | None = None
+    registry_url: str | None = None  # None: FLATAVRO_REGISTRY_URL (unless service_url)
     mode: Mode = Mode.FAILFAST
     materialize: bool = False
     dead_letter: str | None = None
@@ -66,10 +69,37 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+REGISTRY_URL_VARIABLE = "FLATAVRO_REGISTRY_URL"
+
+SERVICE_URL_HELP = ("the flatavro service: schemas from its /v1/subjects (plain GETs without "
+                    "credentials)")
+REGISTRY_URL_HELP = (
+    "a Confluent-compatible schema registry (a path prefix is fine); default: "
+    "$FLATAVRO_REGISTRY_URL. As for the service, credentials and TLS come from the environment "
+    "only: FLATAVRO_REGISTRY_USERNAME and FLATAVRO_REGISTRY_PASSWORD (basic auth) or "
+    "FLATAVRO_REGISTRY_BEARER_TOKEN; FLATAVRO_REGISTRY_CA_BUNDLE, FLATAVRO_REGISTRY_VERIFY_TLS; "
+    "also FLATAVRO_REGISTRY_TIMEOUT, FLATAVRO_REGISTRY_RETRY_BUDGET")
+
+
+def registry_url_from_env() -> str | None:
+    """``FLATAVRO_REGISTRY_URL`` when set and not empty (the name case-insensitive, as the
+    service's settings read it)."""
+    found = [value for name, value in os.environ.items()
+             if name.upper() == REGISTRY_URL_VARIABLE and value]
+    return found[-1] if found else None
+
+
 def _add_schema_source(parser: argparse.ArgumentParser) -> None:
-    schemas = parser.add_mutually_exclusive_group(required=True)
-    schemas.add_argument("--service-url", help="the flatavro service (its /v1/subjects)")
-    schemas.add_argument("--registry-url", help="a Confluent-compatible schema registry")
+    schemas = parser.add_mutually_exclusive_group()
+    schemas.add_argument("--service-url", help=SERVICE_URL_HELP)
+    schemas.add_argument("--registry-url", help=REGISTRY_URL_HELP)
+
+
+def _check_schema_source(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """One of the flags, or ``FLATAVRO_REGISTRY_URL`` (the flags exclude each other)."""
+    if not args.service_url and not args.registry_url and not registry_url_from_env():
+        parser.error(f"one of the arguments --service-url --registry-url is required (or set "
+                     f"{REGISTRY_URL_VARIABLE})")
 
 
 def _add_mode_and_master(parser: argparse.ArgumentParser, dead_letter: str) -> None:
@@ -115,6 +145,7 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
     _add_mode_and_master(parser, "permissive mode: where bad messages go (Parquet: key, "
                                  "value, partition, offset, reason)")
     args = parser.parse_args(argv)
+    _check_schema_source(parser, args)
     mode = _mode(parser, args)
     return JobConfig(
         topic=args.topic, output=args.output, bootstrap_servers=args.bootstrap_servers,
@@ -165,7 +196,7 @@ class StreamConfig:
     table_path: str
     checkpoint: str
     service_url: str | None = None
-    registry_url: str | None = None
+    registry_url: str | None = None  # None: FLATAVRO_REGISTRY_URL (unless service_url)
     trigger: Trigger = Trigger()
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
@@ -216,6 +247,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     _add_mode_and_master(parser, "permissive mode: a Delta table for bad messages (key, "
                                  "value, partition, offset, reason)")
     args = parser.parse_args(argv)
+    _check_schema_source(parser, args)
     mode = _mode(parser, args)
     return StreamConfig(
         topic=args.topic, bootstrap_servers=args.bootstrap_servers, table_path=args.table_path,

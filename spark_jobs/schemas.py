@@ -1,22 +1,26 @@
 """Schema resolution on the driver, once at start-up: the topic's latest key/value schemas
 (the reader schemas) and every registered version of its subjects by id (the writer schemas).
 
-Subjects follow TopicNameStrategy through the same `service.core.naming` the service uses.
-From the service: ``GET {url}/v1/subjects/{subject}/versions[/{v}]``; from a registry:
-``GET {url}/subjects/{subject}/versions[/{v}]`` (both answer Confluent's shape).
+Subjects follow TopicNameStrategy through the same `service.core.naming` the service uses. Two
+sources, each in its own module, imported only when `resolve_schemas` runs (on the driver):
+
+- a Confluent-compatible registry (``--registry-url``, else ``FLATAVRO_REGISTRY_URL``):
+  `spark_jobs.registry_source`, the service's own client (`HttpSchemaRegistry`) with auth, TLS,
+  retries and breaker from the same ``FLATAVRO_REGISTRY_*`` settings as the service;
+- the flatavro service (``--service-url``): `spark_jobs.service_source`, plain ``GET``s of its
+  ``/v1/subjects/{subject}/versions[/{v}]``.
+
+This module itself imports neither (only the standard library), so the modules executors may
+import (`spark_jobs.transforms` takes the dataclasses and `for_spark` from here) need no HTTP
+client or pydantic-settings.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
-import httpx
-
-from service.core.naming import SubjectKind, subject_for
 from spark_jobs.config import SchemaSource
-from spark_jobs.errors import JobError
 
 __all__ = ["SubjectSchemas", "TopicSchemas", "resolve_schemas", "for_spark",
            "SPARK_MAX_DECIMAL_PRECISION"]
@@ -63,55 +67,18 @@ class TopicSchemas:
 
 
 def resolve_schemas(config: SchemaSource, *, timeout: float = 10.0) -> TopicSchemas:
-    """Fetch the topic's schemas from the service or the registry.
+    """Fetch the topic's schemas from the service (`config.service_url`) or else the registry
+    (`config.registry_url`, else ``FLATAVRO_REGISTRY_URL``); `timeout` is the service
+    reader's (the registry's is ``FLATAVRO_REGISTRY_TIMEOUT``).
 
     Raises:
-        JobError: the service/registry is unreachable or answers an error, or the topic has
-            no value subject.
+        JobError: the service/registry is unreachable or answers an error, the registry
+            settings are invalid or name no registry, or the topic has no value subject.
     """
-    base = (f"{config.service_url.rstrip('/')}/v1" if config.service_url
-            else str(config.registry_url).rstrip("/"))
-    with httpx.Client(base_url=base, timeout=timeout) as http:
-        value = _subject(http, subject_for(config.topic, SubjectKind.VALUE), required=True)
-        key = _subject(http, subject_for(config.topic, SubjectKind.KEY), required=False)
-    assert value is not None
-    return TopicSchemas(config.topic, key, value)
+    if config.service_url:
+        from spark_jobs.service_source import resolve_from_service
 
+        return resolve_from_service(config.service_url, config.topic, timeout=timeout)
+    from spark_jobs.registry_source import resolve_from_registry
 
-def _get(http: httpx.Client, path: str) -> Any:
-    try:
-        response = http.get(path)
-    except httpx.HTTPError as exc:
-        raise JobError(f"cannot reach {http.base_url}: {exc}") from exc
-    if response.status_code == 404:
-        return None
-    if response.status_code != 200:
-        raise JobError(f"{http.base_url}{path} answered {response.status_code}: "
-                       f"{response.text[:200]}")
-    return response.json()
-
-
-def _subject(http: httpx.Client, subject: str, *, required: bool) -> SubjectSchemas | None:
-    versions = _get(http, f"/subjects/{subject}/versions")
-    if not versions:
-        if required:
-            raise JobError(f"subject {subject} is not registered at {http.base_url} "
-                           f"(unknown topic?)")
-        return None
-    by_id: dict[int, str] = {}
-    latest: dict[str, Any] = {}
-    for version in sorted(versions):
-        found = _get(http, f"/subjects/{subject}/versions/{version}")
-        if found is None:
-            continue  # deleted between the two calls
-        by_id[int(found["id"])] = _schema_text(found)
-        latest = found
-    if not latest:
-        raise JobError(f"subject {subject} has no live version at {http.base_url}")
-    return SubjectSchemas(subject, _schema_text(latest), int(latest["id"]), by_id)
-
-
-def _schema_text(found: dict[str, Any]) -> str:
-    """The registered schema string: the service's ``schema_text`` (its ``schema`` is the
-    parsed object), a Confluent registry's ``schema``."""
-    return str(found["schema_text"] if "schema_text" in found else found["schema"])
+    return resolve_from_registry(config.registry_url, config.topic)

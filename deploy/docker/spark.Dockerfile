@@ -2,7 +2,8 @@
 # repository root:
 #   docker build -f deploy/docker/spark.Dockerfile -t flatavro-spark .
 # Not apache/spark:4.0.0-python3: its Python is Ubuntu 22.04's 3.10 (the package needs 3.11)
-# and it lacks httpx, which the job's schema resolution uses. Here: Python 3.11, Java 17 and
+# and it lacks httpx and pydantic-settings, which the job's schema resolution uses (the
+# service's registry client and settings). Here: Python 3.11, Java 17 and
 # the package with its `spark` extra (pyspark 4.0.0 brings spark-submit). spark-avro and
 # spark-sql-kafka come at submit time through --packages.
 FROM python:3.11-slim-bookworm

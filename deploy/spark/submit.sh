@@ -9,9 +9,15 @@
 #   deploy/spark/submit.sh stream --topic tidb_shop_orders --bootstrap-servers kafka:9092 \
 #       --service-url http://flatavro:8080 --table-path s3a://lake/orders \
 #       --checkpoint s3a://lake/_checkpoints/orders
-# Needs spark-submit on PATH and, for the driver, Python >= 3.11 with httpx and confluent-kafka
-# (schema look-up and topic check at start-up): pip install httpx confluent-kafka, or the
-# package with its spark extra (which also brings the delta-spark Python API the stream uses).
+# Needs spark-submit on PATH and, for the driver, Python >= 3.11 with the package's dependencies:
+# schema look-up at start-up uses the service's registry client and settings (httpx,
+# pydantic-settings, avro, orjson), the topic check confluent-kafka; install the package with its
+# spark extra (which also brings the delta-spark Python API the stream uses). Executors run no
+# Python UDF of the jobs (decoding is Spark SQL and from_avro); the modules they could import
+# (spark_jobs.transforms, schemas, config) import neither the client nor pydantic-settings.
+# --registry-url (else FLATAVRO_REGISTRY_URL) reads a Confluent-compatible registry with the
+# driver's FLATAVRO_REGISTRY_USERNAME/PASSWORD or BEARER_TOKEN, CA_BUNDLE, VERIFY_TLS, as the
+# service does: set them in the environment (never on the command line, which ps shows).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 spark_version=${SPARK_VERSION:-4.0.0}

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from service.registry.client import RegistryClientConfig
+from service.registry.settings import RegistrySettings, redacted_url
 
 __all__ = ["Settings"]
 
 
-class Settings(BaseSettings):
+class Settings(RegistrySettings):
     """Service settings; every field is read from ``FLATAVRO_<NAME>`` (case-insensitive).
 
-    With no `registry_url` the service runs the embedded registry (SQLite at
-    `registry_db_path`) and serves its Confluent REST API under ``/registry``.
+    The external registry's fields (`registry_url`, credentials, TLS, timeout, retry budget,
+    breaker) are `RegistrySettings`', shared with the Spark jobs. With no `registry_url` the
+    service runs the embedded registry (SQLite at `registry_db_path`) and serves its Confluent
+    REST API under ``/registry``.
     """
 
     model_config = SettingsConfigDict(env_prefix="FLATAVRO_", extra="ignore", frozen=True)
@@ -27,22 +30,6 @@ class Settings(BaseSettings):
     workers: int = Field(
         1, ge=1, description="Worker processes of `flatavro serve` (each uses one core); they "
                              "share the embedded registry's SQLite file")
-    registry_url: str | None = Field(
-        None, description="A Confluent-compatible registry (with any path prefix); "
-                          "unset = the embedded registry")
-    registry_username: str | None = None
-    registry_password: SecretStr | None = None
-    registry_bearer_token: SecretStr | None = None
-    registry_verify_tls: bool = True
-    registry_ca_bundle: str | None = None
-    registry_timeout: float = Field(10.0, gt=0)
-    registry_retry_budget: float = Field(30.0, ge=0)
-    registry_breaker_failures: int = Field(
-        3, ge=1, description="Consecutive failures to reach the registry (refused, timed out, "
-                             "502/503/504) that open the circuit breaker")
-    registry_breaker_seconds: float = Field(
-        5.0, gt=0, description="How long registry calls then fail at once (503) before one "
-                               "call probes the registry again")
     registry_probe_timeout: float = Field(
         0.8, gt=0, description="Timeout of /readyz's one registry call (no retry)")
     registry_db_path: str = "flatavro-registry.sqlite"
@@ -71,27 +58,16 @@ class Settings(BaseSettings):
         return not self.registry_url
 
     def registry_client_config(self) -> RegistryClientConfig:
-        """The HTTP client configuration of the external registry."""
+        """The HTTP client configuration of the external registry (`client_config`, keeping
+        `schema_cache_size` schemas by id)."""
         assert self.registry_url
-        return RegistryClientConfig(
-            url=self.registry_url, username=self.registry_username,
-            password=_secret(self.registry_password),
-            bearer_token=_secret(self.registry_bearer_token), verify=self.registry_verify_tls,
-            ca_bundle=self.registry_ca_bundle, timeout=self.registry_timeout,
-            retry_budget=self.registry_retry_budget, cache_size=self.schema_cache_size,
-            breaker_failures=self.registry_breaker_failures,
-            breaker_seconds=self.registry_breaker_seconds,
-        )
+        return dataclasses.replace(self.client_config(), cache_size=self.schema_cache_size)
 
     def redacted(self) -> dict[str, Any]:
         """The effective configuration for logs: secrets shown as ``**********``."""
         shown = self.model_dump(mode="json")
         shown["api_keys"] = [str(k) for k in self.api_keys]
         if self.registry_url:  # credentials written into the URL itself
-            shown["registry_url"] = re.sub(r"//([^/@:]*):[^/@]*@", r"//\1:**********@",
-                                           self.registry_url)
+            shown["registry_url"] = redacted_url(self.registry_url)
         return shown
 
-
-def _secret(value: SecretStr | None) -> str | None:
-    return value.get_secret_value() if value else None

@@ -4,6 +4,7 @@ back by a real Spark session with the real spark-avro jar."""
 from __future__ import annotations
 
 import base64
+import os
 import struct
 import subprocess
 import sys
@@ -264,14 +265,16 @@ def test_main_straight_from_the_registry_and_one_line_errors(
     produce(kafka, topic, encode(service, topic, [{"op": "insert", "row": {"id": 7, "name": "x"}}]))
     registry = f"{service.base_url}/registry"
     common = [sys.executable, "-m", "spark_jobs.bulk_read", "--bootstrap-servers",
-              kafka.bootstrap, "--registry-url", registry, "--master", "local[1]"]
-    done = subprocess.run([*common, "--topic", topic, "--output", str(tmp_path / "out")],
+              kafka.bootstrap, "--master", "local[1]"]
+    done = subprocess.run([*common, "--registry-url", registry, "--topic", topic, "--output",
+                           str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+    env = {**os.environ, "FLATAVRO_REGISTRY_URL": registry}  # the registry from the settings
     failed = subprocess.run([*common, "--topic", "nope", "--output", str(tmp_path / "x")],
-                            capture_output=True, text=True, timeout=300, check=False)
+                            capture_output=True, text=True, timeout=300, check=False, env=env)
     assert failed.returncode == 2
     errors = [line for line in failed.stderr.splitlines() if line.startswith("bulk_read:")]
-    assert errors == [f"bulk_read: error: subject nope-value is not registered at {registry}/ "
+    assert errors == [f"bulk_read: error: subject nope-value is not registered at {registry} "
                       f"(unknown topic?)"]
     assert not (tmp_path / "x").exists()
