@@ -315,6 +315,8 @@ class Problem(BaseModel):
     registry_status: int | None = Field(None, description="The HTTP status the registry "
                                                           "answered")
     error_code: int | None = Field(None, description="The `error_code` the registry answered")
+    operation: str | None = Field(None, description="registry_unsupported: the Confluent API "
+                                                    "call the registry does not implement")
     url: str | None = Field(None, description="The registry that does not answer")
     reason: str | None = Field(None, description="Why it does not answer")
     subjects: list[dict[str, Any]] | None = Field(

@@ -137,6 +137,15 @@ EXAMPLES: list[tuple[str, ServiceError]] = [
     ("/v1/tables/check", reg.RegistryServerError(
         "schema registry answered 500 (50001): Error in the backend data store",
         registry_status=500, error_code=50001)),
+    ("/v1/mode", reg.RegistryUnsupportedError(
+        f"the schema registry at {_REGISTRY} does not implement PUT /mode (it answered 404 (0): "
+        "Operation not supported.); if no call works, the URL is not the root of a "
+        "Confluent-compatible API (Apicurio: .../apis/ccompat/v7, flatavro serve: "
+        ".../registry)", registry_status=404, error_code=0, operation="PUT /mode")),
+    (_REGISTER, reg.RegistryAuthError(
+        f"the schema registry at {_REGISTRY} refused this service's credentials (401 (40101): "
+        "Unauthorized); set FLATAVRO_REGISTRY_USERNAME and FLATAVRO_REGISTRY_PASSWORD, or "
+        "FLATAVRO_REGISTRY_BEARER_TOKEN", registry_status=401, error_code=40101)),
     ("/v1/tables/check", reg.RegistryUnavailableError(
         f"schema registry at {_REGISTRY} is unreachable: connection refused", url=_REGISTRY,
         reason="connection refused")),

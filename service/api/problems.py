@@ -30,6 +30,7 @@ from service.codec.errors import (
 from service.core.errors import InvalidInputError, ServiceError
 from service.registry.errors import (
     IncompatibleSchemaError,
+    RegistryAuthError,
     RegistryError,
     RegistryServerError,
     RegistryUnavailableError,
@@ -79,7 +80,8 @@ STATUS: dict[type[ServiceError], int] = {
     IncompatibleSchemaError: 409, TopicBindingError: 409,
     RegistryError: 422,  # the registry refused the request (READONLY, ...): a client matter
     RegistryServerError: 502,
-    RegistryUnsupportedError: 501,  # the registry behind the service lacks the operation
+    RegistryUnsupportedError: 502,  # the registry behind the service lacks the operation
+    RegistryAuthError: 502,  # the registry refused the service's own credentials
     RegistryUnavailableError: 503, NotReadyError: 503,
     ApiKeyError: 401, WriteKeyRequiredError: 401,
     _MethodNotAllowed: 405,

@@ -8,14 +8,20 @@ from typing import Any
 from service.core.errors import ServiceError
 from service.registry.client import HttpSchemaRegistry
 from service.registry.embedded.registry import EmbeddedRegistry
-from service.registry.errors import RegistryError, RegistryServerError, RegistryUnavailableError
+from service.registry.errors import (
+    RegistryError,
+    RegistryServerError,
+    RegistryUnavailableError,
+    RegistryUnsupportedError,
+)
 
 __all__ = ["NotReadyError", "check_remote", "check_embedded"]
 
 
 class NotReadyError(ServiceError):
     """A dependency does not answer; `dependencies` maps each one down to its ``status``
-    (``unreachable``, ``failing``, ``refused``) and ``reason``; `retry_after` is when to ask
+    (``unreachable``, ``failing``, ``refused``, ``unsupported``: no Confluent API at the URL)
+    and ``reason``; `retry_after` is when to ask
     again, in seconds, if known."""
 
     code = "not_ready"
@@ -36,7 +42,8 @@ async def check_remote(remote: HttpSchemaRegistry, timeout: float) -> None:
         await remote.probe(timeout)
     except RegistryError as exc:
         status = ("unreachable" if isinstance(exc, RegistryUnavailableError) else
-                  "failing" if isinstance(exc, RegistryServerError) else "refused")
+                  "failing" if isinstance(exc, RegistryServerError) else
+                  "unsupported" if isinstance(exc, RegistryUnsupportedError) else "refused")
         facts = {k: v for k, v in exc.details.items() if k != "url"}
         facts.setdefault("reason", exc.message)
         retry_after = exc.retry_after if isinstance(exc, RegistryUnavailableError) else None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,7 @@ from service.registry.compatibility import (
 )
 from service.registry.errors import (
     ERROR_CLASSES,
+    RegistryAuthError,
     RegistryError,
     RegistryServerError,
     RegistryUnavailableError,
@@ -120,8 +122,9 @@ class RegistryClientConfig:
     breaker_failures: int = 3
     breaker_seconds: float = 5.0
 
-    def __repr__(self) -> str:  # never show credentials
-        return f"RegistryClientConfig(url={self.url!r}, auth={'yes' if self._auth() else 'no'})"
+    def __repr__(self) -> str:  # never show credentials, not even those written in the URL
+        url = str(httpx.URL(self.url).copy_with(password=None)) if "@" in self.url else self.url
+        return f"RegistryClientConfig(url={url!r}, auth={'yes' if self._auth() else 'no'})"
 
     def _auth(self) -> httpx.Auth | None:
         if self.username is not None:
@@ -137,7 +140,9 @@ class HttpSchemaRegistry:
         headers = {"Accept": _ACCEPT}
         if config.bearer_token:
             headers["Authorization"] = f"Bearer {config.bearer_token}"
-        verify: Any = config.ca_bundle if (config.verify and config.ca_bundle) else config.verify
+        verify: Any = config.verify
+        if config.verify and config.ca_bundle:  # trust this CA file (as httpx did with a path)
+            verify = ssl.create_default_context(cafile=config.ca_bundle)
         self._config = config
         self._http = httpx.AsyncClient(
             base_url=config.url.rstrip("/") + "/", auth=config._auth(), headers=headers,
@@ -246,6 +251,12 @@ class HttpSchemaRegistry:
                 "the root of a Confluent-compatible API (Apicurio: .../apis/ccompat/v7, "
                 "flatavro serve: .../registry)",
                 registry_status=status, error_code=code, operation=f"{method} /{path}")
+        if status == 401:
+            return RegistryAuthError(
+                f"the schema registry at {self.url} refused this service's credentials "
+                f"({status} ({code}): {message}); set FLATAVRO_REGISTRY_USERNAME and "
+                "FLATAVRO_REGISTRY_PASSWORD, or FLATAVRO_REGISTRY_BEARER_TOKEN",
+                registry_status=status, error_code=code)
         cls = ERROR_CLASSES.get(code)
         if cls is None:
             cls = RegistryServerError if response.status_code >= 500 else RegistryError
@@ -490,6 +501,8 @@ def _reason(exc: httpx.TransportError) -> str:
                 httpx.PoolTimeout: "no free connection in time"}.get(type(exc), "timeout")
     cause: BaseException | None = exc
     while cause is not None:  # the OS error under httpx's and httpcore's wrappers
+        if isinstance(cause, ssl.SSLError):  # an OSError too, whose errno means nothing here
+            return f"TLS: {cause.reason or cause}".lower()
         if isinstance(cause, OSError) and cause.errno:
             text = os.strerror(cause.errno) if cause.errno > 0 else str(cause.strerror)
             return text.lower()

@@ -32,6 +32,7 @@ __all__ = [
     "RegistryUnavailableError",
     "RegistryServerError",
     "RegistryUnsupportedError",
+    "RegistryAuthError",
     "ERROR_CLASSES",
 ]
 
@@ -141,6 +142,14 @@ class RegistryUnsupportedError(RegistryError):
     Confluent-compatible API at all. Apicurio 2.6, for one, has no ``/mode``."""
 
     code, registry_code = "registry_unsupported", 50001
+
+
+class RegistryAuthError(RegistryError):
+    """The registry refused flatavro's credentials (401; a 403, a permission the credentials
+    lack, stays a `RegistryError`): the service's settings are at fault
+    (FLATAVRO_REGISTRY_USERNAME/PASSWORD or BEARER_TOKEN), not the caller's request."""
+
+    code, registry_code = "registry_unauthorized", 40101
 
 
 ERROR_CLASSES: dict[int, type[RegistryError]] = {

@@ -132,7 +132,10 @@ async def _verdict(registry: SchemaRegistry, subject: str, kind: SubjectKind, te
     level = await registry.get_compatibility(subject, default_to_global=True)
     # Seconds of CPU for a wide table: off the event loop, so the service keeps answering.
     local = await anyio.to_thread.run_sync(check_compatibility, text, registered, level)
-    remote = await registry.check_compatibility(subject, text)
+    # Against the latest version unless the level is transitive: Confluent's check without a
+    # version does the same, while Apicurio 2.6's compares every version whatever the level.
+    remote = await registry.check_compatibility(
+        subject, text, None if level.transitive else "latest")
     reasons = local.incompatibilities
     if not remote.compatible and not reasons:
         reasons = remote.incompatibilities

@@ -165,7 +165,8 @@ JSON = {"content-type": "application/json"}
 REGISTRY = "http://registry:8081"  # the examples' registry
 REPLAYED_ELSEWHERE = {"401-unauthorized", "401-unauthorized_WriteKeyRequiredError",
                       "422-registry_read_only", "422-registry_error",
-                      "502-registry_server_error", "503-registry_unavailable", "503-not_ready"}
+                      "502-registry_server_error", "503-registry_unavailable", "503-not_ready",
+                      "502-registry_unauthorized", "502-registry_unsupported"}
 # a registry that answers a registration with the id only, then cannot find it: too old to
 # stand up here (the message is `HttpSchemaRegistry`'s format for every registry error)
 NOT_REPLAYED = {"404-schema_not_found"}
@@ -272,3 +273,11 @@ def test_documented_answers_of_a_registry_in_trouble(make_client: ClientFactory)
         refusing = make_client(registry_url=registry.url, registry_retry_budget=0.2)
         _same_as_documented({"422-registry_error": refusing.post(
             "/v1/tables/register", json={"ddl": ORDERS_DDL})})
+    with serving(_answering(401, 40101, "Unauthorized")) as registry:
+        locked = make_client(registry_url=registry.url, registry_retry_budget=0.2)
+        _same_as_documented({"502-registry_unauthorized": locked.post(
+            "/v1/tables/register", json={"ddl": ORDERS_DDL})}, registry=registry.url)
+    with serving(_answering(404, 0, "Operation not supported.")) as registry:  # Apicurio 2.6
+        lacking = make_client(registry_url=registry.url, registry_retry_budget=0.2)
+        _same_as_documented({"502-registry_unsupported": lacking.put(
+            "/v1/mode", json={"mode": "READWRITE"})}, registry=registry.url)

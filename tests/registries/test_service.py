@@ -161,3 +161,24 @@ def test_the_subject_view_and_readiness(service: TestClient, names: Names) -> No
     assert view.json()["mode"]["effective"] == "READWRITE"
     ready = service.get("/readyz")
     assert ready.status_code == 200, ready.text
+
+
+def test_backward_compares_the_latest_version_and_transitive_every_one(
+        service: TestClient, names: Names, registry: ExternalRegistry) -> None:
+    """v1 has `qty` INT, v2 drops it, v3 brings it back as text: BACKWARD takes v3 (it reads
+    v2's data), BACKWARD_TRANSITIVE does not (v1 wrote `qty` as an int). Apicurio 2.6's own
+    check without a version compares every version whatever the level, so flatavro asks it
+    about the latest version unless the level is transitive."""
+    assert register(service, names.ddl(", qty INT")).status_code == 200
+    set_level(registry, names.value_subject, "BACKWARD")
+    assert register(service, names.ddl()).status_code == 200
+    again = names.ddl(", qty VARCHAR(10)")
+    set_level(registry, names.value_subject, "BACKWARD_TRANSITIVE")
+    refused = register(service, again)
+    assert refused.status_code == 409, refused.text
+    assert "column `qty`" in refused.json()["detail"]
+    assert refused.json()["subjects"][0]["incompatibilities"][0]["version"] == 1
+    set_level(registry, names.value_subject, "BACKWARD")
+    taken = register(service, again)
+    assert taken.status_code == 200, taken.text
+    assert versions(registry, names.value_subject) == [1, 2, 3]

@@ -82,3 +82,39 @@ def test_bad_rules_are_refused_before_any_registry_call(registry: Any) -> None:
     with pytest.raises(InvalidTopicRuleError):
         run(register_table(registry, V1, OPTIONS, "{table}_{schema}"))
     assert run(registry.subjects()) == []
+
+
+class _LaxRegistry:
+    """An embedded registry whose own compatibility check passes everything: a registry that
+    does not enforce the level it reports."""
+
+    def __init__(self, inner: EmbeddedRegistry) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def check_compatibility(self, subject: str, schema: str,
+                                  version: Any = None) -> Any:
+        from service.registry.compatibility import CompatibilityVerdict
+        return CompatibilityVerdict(True, ())
+
+
+def test_a_registry_that_does_not_enforce_its_level_cannot_take_a_forbidden_change(
+        tmp_path: Path) -> None:
+    embedded = EmbeddedRegistry(tmp_path / "r.sqlite")
+    lax = _LaxRegistry(embedded)
+
+    async def scenario() -> None:
+        await register_table(lax, V1, OPTIONS, "tidb_{schema}_{table}")
+        check = await check_table(lax, V2_BAD, OPTIONS, "tidb_{schema}_{table}")
+        assert not check.compatible
+        with pytest.raises(IncompatibleSchemaError) as err:
+            await register_table(lax, V2_BAD, OPTIONS, "tidb_{schema}_{table}")
+        assert "column `qty`" in err.value.message
+        assert await embedded.versions("tidb_shop_orders-value") == [1]
+        assert (await register_table(lax, V2_OK, OPTIONS, "tidb_{schema}_{table}")
+                ).value.version == 2
+
+    run(scenario())
+    embedded.close()
