@@ -43,6 +43,12 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
         "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
+        if (master or "local").startswith("local"):
+            # One machine: the driver listens on loopback only, not on the address Spark
+            # would pick from eth0 (a cluster master needs a reachable driver: left alone).
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            builder = builder.config("spark.driver.host", "127.0.0.1").config(
+                "spark.driver.bindAddress", "127.0.0.1")
         # One machine: few shuffle partitions, and Delta rebuilds its table state from the log
         # in 4 tasks instead of 50 (both cost per micro-batch); no progress bars on stderr.
         builder = builder.config("spark.jars", ",".join(jar_paths())).config(
