@@ -351,29 +351,24 @@ class HttpSchemaRegistry:
         if subject is None:
             level = _level(await self._request("GET", "config"))
             return level or CompatibilityLevel.BACKWARD  # Confluent's default, if unsaid
-        try:
-            level = await self._subject_level(subject, default_to_global)
-        except SubjectConfigNotFoundError:
-            if not default_to_global:
-                raise
-            level = None
-        return level or await self.get_compatibility()
+        level = await self._subject_level(subject, default_to_global)
+        if level is not None:
+            return level
+        if not default_to_global:
+            raise SubjectConfigNotFoundError(
+                f"subject {subject!r} has no compatibility level of its own", subject=subject)
+        return await self.get_compatibility()
 
     async def _subject_level(self, subject: str, default_to_global: bool
                              ) -> CompatibilityLevel | None:
-        """The level a subject answers: None for none of its own.
-
-        Raises:
-            SubjectConfigNotFoundError: 40408, or 40401 (a registry that keeps levels only for
-                subjects it has: Apicurio).
-        """
+        """The level a subject answers; None for none of its own: 40408, 40401 (a registry
+        that keeps levels only for subjects it has: Apicurio), no level in the answer, or a
+        NONE that may mean unset (`Dialect.unset_level_reads_as_none`)."""
         try:
             body = await self._request("GET", f"config/{_q(subject)}",
                                        params={"defaultToGlobal": _b(default_to_global)})
-        except SubjectNotFoundError as exc:
-            raise SubjectConfigNotFoundError(
-                f"subject {subject!r} has no compatibility level of its own ({exc.message})",
-                subject=subject) from exc
+        except (SubjectNotFoundError, SubjectConfigNotFoundError):
+            return None
         level = _level(body)
         if level is CompatibilityLevel.NONE and await self._unset_level_reads_as_none():
             return None
@@ -388,7 +383,9 @@ class HttpSchemaRegistry:
                 self.dialect.unset_level_reads_as_none = False
             except SubjectNotFoundError:
                 self.dialect.unset_level_reads_as_none = True
-            except SubjectConfigNotFoundError:
+            except RegistryUnavailableError:
+                raise  # learnt nothing: ask again next time
+            except RegistryError:  # 40408, or a refusal (ACLs): Confluent's way, NONE is NONE
                 self.dialect.unset_level_reads_as_none = False
         return self.dialect.unset_level_reads_as_none
 
@@ -424,10 +421,7 @@ class HttpSchemaRegistry:
         None."""
         if subject is None:
             return await self.get_compatibility()
-        try:
-            return await self._subject_level(subject, False)
-        except SubjectConfigNotFoundError:  # 40408: the subject has no level of its own
-            return None
+        return await self._subject_level(subject, False)
 
     async def delete_compatibility(self, subject: str | None = None) -> CompatibilityLevel:
         """Remove the subject's level (or reset the global one); returns the level removed.
