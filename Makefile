@@ -2,8 +2,9 @@
 #   make run     needs python3 >= 3.11 and nothing else: installs the service's Python
 #                packages into .venv and serves (no Java, Maven, pyspark or jars).
 #   make test / demo / bench  also install the `spark` and `dev` extras and fetch the Spark and
-#                Kafka jars from Maven Central into .cache/jvm (Java 17+ and Maven); make test
-#                installs Debian's chromium when it is missing.
+#                Kafka jars and Apicurio Registry (~140 MB, the tests' third-party registry)
+#                from Maven Central into .cache/jvm (Java 17+ and Maven); make test installs
+#                Debian's chromium when it is missing.
 #   make dist    dist/flatavro.zip: the Spark job's Python code, for spark-submit --py-files.
 # Each goal first runs deploy/prereqs.sh, which names in one line what the machine lacks.
 PYTHON ?= python3

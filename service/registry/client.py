@@ -393,7 +393,7 @@ class HttpSchemaRegistry:
                                 subject: str | None = None) -> CompatibilityLevel:
         path = "config" if subject is None else f"config/{_q(subject)}"
         body = await self._request("PUT", path, json={"compatibility": level.value})
-        return CompatibilityLevel(body["compatibility"])
+        return _level(body) or level  # `compatibility`, or `compatibilityLevel` (Apicurio 3.0)
 
     async def check_compatibility(self, subject: str, schema: str,
                                   version: VersionSpec | None = None) -> CompatibilityVerdict:
