@@ -9,6 +9,8 @@
 # The app comes from deploy/jvm/fetch.sh apicurio (fetched when missing).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/service.sh
+source "$here/../lib/service.sh"
 root=$(cd "$here/../.." && pwd)
 cache=${FLATAVRO_JVM_CACHE:-$root/.cache/jvm}
 python=${PYTHON:-$root/.venv/bin/python}
@@ -49,24 +51,12 @@ while time.monotonic() < deadline:
 sys.exit("Apicurio did not answer within 90 s")
 PY
     then
-        kill "$pid" 2>/dev/null || true
-        echo "apicurio.sh: the registry did not start; see $data/apicurio.log" >&2
-        tail -20 "$data/apicurio.log" >&2 || true
-        exit 1
+        start_failed "apicurio.sh: the registry" "$pid" "$data/apicurio.log"
     fi
     echo "$pid"
     ;;
 stop)
-    [[ -f "$data/apicurio.pid" ]] || exit 0
-    pid=$(cat "$data/apicurio.pid")
-    if kill "$pid" 2>/dev/null; then
-        for _ in $(seq 1 80); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.25
-        done
-        kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$data/apicurio.pid"
+    stop_pidfile "$data/apicurio.pid" 20
     ;;
 *)
     echo "usage: apicurio.sh start DATA_DIR PORT | stop DATA_DIR" >&2

@@ -8,6 +8,8 @@
 # The jars come from deploy/jvm/fetch.sh kafka (fetched when missing).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/service.sh
+source "$here/../lib/service.sh"
 root=$(cd "$here/../.." && pwd)
 cache=${FLATAVRO_JVM_CACHE:-$root/.cache/jvm}
 python=${PYTHON:-$root/.venv/bin/python}
@@ -65,24 +67,12 @@ while time.monotonic() < deadline:
 sys.exit("the broker did not answer within 90 s")
 PY
     then
-        kill "$pid" 2>/dev/null || true
-        echo "kafka.sh: the broker did not start; see $data/stdout.log and $data/server.log" >&2
-        tail -20 "$data/stdout.log" >&2 || true
-        exit 1
+        start_failed "kafka.sh: the broker" "$pid" "$data/stdout.log"
     fi
     echo "$pid"
     ;;
 stop)
-    [[ -f "$data/kafka.pid" ]] || exit 0
-    pid=$(cat "$data/kafka.pid")
-    if kill "$pid" 2>/dev/null; then
-        for _ in $(seq 1 120); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.25
-        done
-        kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$data/kafka.pid"
+    stop_pidfile "$data/kafka.pid" 30
     ;;
 *)
     echo "usage: kafka.sh start DATA_DIR PORT CONTROLLER_PORT | stop DATA_DIR" >&2

@@ -11,7 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
@@ -20,6 +20,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from service.cli.main import main
 from spark_jobs import bulk_read, stream
 from spark_jobs.config import JobConfig, StreamConfig, Trigger
+from tests.bridge.test_bridge import read_committed
 from tests.conftest import Broker, ExternalRegistry
 from tests.registries.conftest import Names
 
@@ -57,24 +58,6 @@ LATEST = {1: ("n1", Decimal("1.10")), 2: ("two", Decimal("2.20")), 4: ("n4", Dec
           5: (None, None), 6: ("n6", Decimal("6.10"))}
 
 
-def read_all(broker: Broker, topic: str) -> list[tuple[bytes | None, bytes | None]]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "check",
-                         "isolation.level": "read_committed", "enable.partition.eof": True,
-                         "enable.auto.commit": False})
-    partitions = consumer.list_topics(topic, 10).topics[topic].partitions
-    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-    out, finished = [], set()
-    while len(finished) < len(partitions):
-        message = consumer.poll(10)
-        assert message is not None, f"no end of partition from {topic}"
-        if message.error():
-            finished.add(message.partition())
-            continue
-        out.append((message.key(), message.value()))
-    consumer.close()
-    return out
-
-
 def test_bridge_then_spark_jobs_with_the_registry(
         kafka: Broker, spark: Any, registry: ExternalRegistry, names: Names,
         tmp_path: Path) -> None:
@@ -96,7 +79,7 @@ def test_bridge_then_spark_jobs_with_the_registry(
     # confluent-kafka's own deserializer reads every message through the registry.
     deserializer = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
     state: dict[int, tuple[Any, Any] | None] = {}
-    messages = read_all(kafka, target)
+    messages = [m for _, m in read_committed(kafka, target)]
     assert len(messages) == 9
     for key, value in messages:
         row_key = deserializer(key, SerializationContext(target, MessageField.KEY))
