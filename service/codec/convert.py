@@ -12,6 +12,7 @@ Simple ``TableSchema`` that differs from the latest version is registered as a n
 from __future__ import annotations
 
 import binascii
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from service.cdc.errors import MessageFormatError
 from service.cdc.events import ChangeEvent, EventKind, Pending, SourceMessage
 from service.cdc.interface import ProtocolDecoder
 from service.cdc.plain import RowMapper
+from service.cdc.tables import TableTracker
 from service.codec.errors import UnconvertibleMessagesError, WriteKeyRequiredError
 from service.codec.offload import run_cpu
 from service.codec.resolver import BoundSchema, SchemaResolver, TopicSchemas
@@ -43,6 +45,10 @@ __all__ = ["ConvertInput", "Converted", "Converter", "Output", "Registrar"]
 
 Registrar = Callable[[Table, SchemaOptions, str], Awaitable[TableRegistration]]
 """Registers a table's schemas under a topic (and forgets the topic's cached ids)."""
+
+_FOLLOWS_DDL = frozenset({Protocol.CANAL_JSON, Protocol.OPEN_PROTOCOL})
+"""Protocols whose topics carry DDL statements that the converter follows (`TableTracker`);
+the Simple protocol carries whole table schemas instead."""
 
 _SKIP_REASONS = {
     EventKind.DDL: "a DDL event produces no flat-avro message",
@@ -111,6 +117,7 @@ class Converter:
                  decoders: Mapping[Protocol, ProtocolDecoder]) -> None:
         self._resolver, self._registrar, self._decoders = resolver, registrar, decoders
         self._mappers: dict[str, RowMapper] = {}
+        self._tracker = TableTracker()
 
     async def convert(self, protocol: Protocol, request: ConvertInput, *,
                       may_register: bool) -> dict[str, Any]:
@@ -136,7 +143,9 @@ class Converter:
                                         "key (Authorization: Bearer <key> or X-API-Key)")
         rule = parse_topic_rule(request.topic_rule)
         size = sum(len(k or "") + len(v or "") for k, v in request.messages)
-        events, skipped, pending, errors = await run_cpu(size, self._decode, protocol, request)
+        tracker = self._tracker.copy() if protocol in _FOLLOWS_DDL else None
+        events, skipped, pending, errors = await run_cpu(size, self._decode, protocol, request,
+                                                         tracker)
         topics = [rule.expand(e.schema or "", e.table or "") for e in events]
         targets, target_of = await self._targets(events, topics, request, errors)
         framed = await run_cpu(size, self._check, events, targets, target_of, errors)
@@ -161,9 +170,11 @@ class Converter:
                 framed_event = _reframed(framed_event, schemas)
             messages.extend(Output(schemas, event.commit_ts, event.source_index, *f)
                             for f in framed_event)
+        if tracker is not None:  # the batch converted: what its DDL events taught stays
+            self._tracker = tracker
         return Converted(messages, skipped, pending)
 
-    def _decode(self, protocol: Protocol, request: ConvertInput
+    def _decode(self, protocol: Protocol, request: ConvertInput, tracker: TableTracker | None
                 ) -> tuple[list[ChangeEvent], list[dict[str, Any]], list[Pending],
                            list[dict[str, Any]]]:
         decoder = self._decoders[protocol]
@@ -183,7 +194,13 @@ class Converter:
                 pending.append(decoded.pending)
             for event in decoded.events:
                 if event.kind.is_row:
+                    followed = None if tracker is None else tracker.definition(
+                        event.schema, event.table, event.commit_ts)
+                    if followed is not None:
+                        event = dataclasses.replace(event, definition=followed)
                     events.append(event)
+                elif event.kind is EventKind.DDL and tracker is not None:
+                    skipped.append(_skipped(event, tracker.apply(event)))
                 else:
                     skipped.append(_skipped(event))
         return events, skipped, pending, errors
@@ -316,10 +333,10 @@ def _bytes(text: str | bytes | None, encoding: str, part: str) -> bytes | None:
                                  field=part) from exc
 
 
-def _skipped(event: ChangeEvent) -> dict[str, Any]:
+def _skipped(event: ChangeEvent, reason: str | None = None) -> dict[str, Any]:
     return {"source_index": event.source_index, "kind": event.kind.value,
             "schema": event.schema, "table": event.table, "commit_ts": event.commit_ts,
-            "reason": _SKIP_REASONS[event.kind]}
+            "reason": reason or _SKIP_REASONS[event.kind]}
 
 
 def _same(pair: SchemaPair, registered: TopicSchemas) -> bool:
