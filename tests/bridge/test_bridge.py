@@ -20,6 +20,18 @@ from service.cdc.catalog import Protocol
 from service.cli.main import main
 from service.codec.convert import ConvertInput
 from service.core.options import SchemaOptions
+from service.registry.embedded.registry import EmbeddedRegistry
+from tests.cdc.test_ddl_follow import (
+    ADD_NOTE,
+    ADD_QTY,
+    CREATE,
+    TS,
+    TYPES_2,
+    TYPES_3,
+    ddl,
+    insert,
+)
+from tests.cdc.test_ddl_follow import TYPES as ITEM_TYPES
 from tests.conftest import Broker
 
 PARTITIONS = 3
@@ -181,3 +193,38 @@ def test_a_bad_message_stops_after_committing_what_came_before(
     assert headers["flatavro.source.topic"] == source
     assert (headers["flatavro.source.partition"], headers["flatavro.source.offset"]) == ("0", "3")
     assert "JSON" in headers["flatavro.reason"] or "json" in headers["flatavro.reason"]
+
+
+def test_a_topic_with_its_ddl_evolves_without_a_stop(kafka: Broker, tmp_path: Path) -> None:
+    """CREATE TABLE, rows, ADD COLUMN qty NOT NULL DEFAULT 7, rows, ADD COLUMN note NULL
+    DEFAULT 'x', rows: each DDL broadcast to every partition as TiCDC's Canal-JSON does, rows
+    by key; the bridge registers the three versions the DDL defines and converts every row."""
+    source, registry = "canal_ddl", tmp_path / "r.sqlite"
+    create_topic(kafka, source)
+    by_partition: dict[int, list[bytes]] = defaultdict(list)
+    rows = 0
+    for step, (statement, types) in enumerate([(CREATE, ITEM_TYPES), (ADD_QTY, TYPES_2),
+                                               (ADD_NOTE, TYPES_3)]):
+        ts = TS + step * 1000
+        for partition in range(PARTITIONS):
+            by_partition[partition].append(ddl(statement, ts)["value"].encode())
+        for n in range(9):
+            row = {"id": step * 100 + n, "name": f"r{n}", "qty": n, "note": "z"}
+            value = insert({c: row[c] for c in types}, types, ts + 1 + n)["value"]
+            by_partition[n % PARTITIONS].append(value.encode())
+            rows += 1
+    produce(kafka, source, by_partition)
+    assert bridge(kafka, source, registry, "--group-id", "g-ddl") == 0
+    got = read_committed(kafka, "tidb_shop_items")
+    assert len(got) == rows
+    ids = sorted({int.from_bytes(value[1:5], "big") for _, (_, value) in got if value})
+    assert len(ids) == 3  # three value schema versions, each row under its own
+
+    async def versions() -> list[int]:
+        embedded = EmbeddedRegistry(registry)
+        try:
+            return await embedded.versions("tidb_shop_items-value")
+        finally:
+            embedded.close()
+
+    assert asyncio.run(versions()) == [1, 2, 3]
