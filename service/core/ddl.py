@@ -8,12 +8,23 @@ out token by token before parsing, so error positions still point into the origi
 
 from __future__ import annotations
 
+import decimal
+import math
+import re
+import sys
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
-from service.core.errors import Fix, InvalidDDLError, InvalidTableError, MissingDatabaseError
+from service.core.errors import (
+    Fix,
+    InvalidDDLError,
+    InvalidDefaultError,
+    InvalidTableError,
+    MissingDatabaseError,
+)
 from service.core.limits import check_column_count, check_ddl_size
 from service.core.mysql_types import MySQLType, TypeFamily, lookup_type
 from service.core.table import Column, ColumnType, Index, Table
@@ -376,8 +387,12 @@ def _default_text(value: exp.Expression, base: MySQLType, column: str) -> str | 
     if isinstance(value, exp.Paren):
         value = value.this
     if isinstance(value, exp.Literal):
+        if base.family is TypeFamily.DECIMAL and not value.is_string:
+            return _decimal_literal_text(value.this, negative=False, column=column)
         return value.this
     if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+        if base.family is TypeFamily.DECIMAL and not value.this.is_string:
+            return _decimal_literal_text(value.this.this, negative=True, column=column)
         return "-" + value.this.this
     if isinstance(value, exp.Boolean):
         return "1" if value.this else "0"
@@ -398,6 +413,53 @@ def _default_text(value: exp.Expression, base: MySQLType, column: str) -> str | 
 
 
 _NOW_FUNCTIONS = frozenset({"NOW", "LOCALTIME", "LOCALTIMESTAMP", "CURRENT_TIMESTAMP"})
+_INT_LITERAL = re.compile(r"[0-9]+", re.ASCII)
+_DECIMAL_LITERAL = re.compile(r"([0-9]*)\.([0-9]*)", re.ASCII)
+
+
+def _decimal_literal_text(literal: str, *, negative: bool, column: str) -> str:
+    """The text TiDB v8 stores for a numeric ``DEFAULT`` literal of a DECIMAL column.
+
+    pkg/ddl getDefaultValue evaluates the literal (EvalSimpleAst) and keeps ``Datum.ToString()``
+    of it; unlike integer and float columns it does not convert it to the column type first, so
+    the scale is not applied (``3.14`` in DECIMAL(10,4) stays ``3.14``). The lexer makes
+    ``3.140`` a MyDecimal (its written fractional digits kept, leading zeros dropped: ``3.140``,
+    ``007.50`` -> ``7.50``, ``.5`` -> ``0.5``, ``5.`` -> ``5``), ``7`` an integer, and anything
+    with an exponent a float64, printed by strconv.FormatFloat(f, 'f', -1, 64) (``1e2`` ->
+    ``100``, ``1.5e-3`` -> ``0.0015``). A leading ``+`` is dropped by the rewriter (``+3.14`` ->
+    ``3.14``); ``-`` negates the value, and a negated zero is zero (``-0`` -> ``0``,
+    ``-0.00`` -> ``0.00``; types.DecimalNeg) except for a float (``-0e0`` -> ``-0``).
+    Whether the value fits the column is checked later, on this text (defaults.py).
+
+    Raises:
+        InvalidDefaultError: a float literal beyond DOUBLE (``1e400``: TiDB's lexer refuses it).
+    """
+    sign = "-" if negative else ""
+    if _INT_LITERAL.fullmatch(literal):
+        digits = literal.lstrip("0") or "0"
+        return digits if digits == "0" else sign + digits
+    match = _DECIMAL_LITERAL.fullmatch(literal)
+    if match is not None:
+        whole, fraction = match[1].lstrip("0") or "0", match[2]
+        text = whole + ("." + fraction if fraction else "")
+        return text if not (whole + fraction).strip("0") else sign + text
+    number = float(literal)
+    if not math.isfinite(number):
+        raise InvalidDefaultError(
+            f"column `{column}`: DEFAULT {sign}{literal} is out of range for a numeric literal "
+            f"(at most ±{sys.float_info.max})",
+            column=column,
+        )
+    return _go_float_text(-number if negative else number)
+
+
+def _go_float_text(number: float) -> str:
+    """Go's strconv.FormatFloat(number, 'f', -1, 64): the shortest digits that read back as
+    `number`, in plain notation, without a trailing ``.0``."""
+    text = format(decimal.Decimal(repr(number)), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
 
 
 def _bits_text(number: int, base: MySQLType, *, width: int | None = None) -> str | int:

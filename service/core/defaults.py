@@ -3,7 +3,8 @@
 
 TiDB stores defaults as text; TiCDC parses that text per column type: integers become JSON
 numbers, FLOAT is rounded to float32 and widened, BIGINT UNSIGNED wraps in long mode, binary
-and BIT defaults are written as base64 text, everything else stays the stored text.
+and BIT defaults are written as base64 text, everything else (DECIMAL in string mode too)
+stays the stored text.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from service.core.domain import (
     DomainError,
     bit_bytes,
     check_bit,
+    check_decimal_default,
     check_double,
     check_int,
     check_length,
     check_year,
-    decimal_from_text,
-    normalize_decimal,
     normalize_enum,
     normalize_set,
     to_float32,
@@ -100,8 +100,11 @@ def _double(col_type: ColumnType, text: str, options: SchemaOptions) -> float:
 
 
 def _decimal(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
-    number = normalize_decimal(col_type, decimal_from_text(text))
-    return format(number, "f")
+    # TiDB stores a DECIMAL default as the literal's text, not converted to the column's scale
+    # (pkg/ddl getDefaultValue), and TiCDC's string mode writes that text unchanged
+    # (tiflow pkg/sink/codec/avro columnToAvroData: col.Value.(string)).
+    check_decimal_default(col_type, text)
+    return text
 
 
 def _text(col_type: ColumnType, text: str, options: SchemaOptions) -> str:

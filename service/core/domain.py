@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import re
 import struct
 import sys
 
@@ -22,6 +23,7 @@ __all__ = [
     "check_double",
     "normalize_decimal",
     "decimal_from_text",
+    "check_decimal_default",
     "normalize_enum",
     "normalize_set",
     "check_bit",
@@ -122,6 +124,75 @@ def fast_unscaled(col_type: ColumnType, text: str) -> int | None:
         return None
     magnitude = int(whole + fraction.ljust(scale, "0"))
     return -magnitude if negative else magnitude
+
+
+# TiDB's MyDecimal.FromString (pkg/types/mydecimal.go): leading blanks, a sign, digits with an
+# optional point, an optional exponent (`e`, then an integer that may be blank-padded), trailing
+# blanks. Anything else is a truncation, which TiDB's DDL refuses.
+_MYDECIMAL_TEXT = re.compile(
+    r"[ \t]*(?P<sign>[+-]?)(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?"
+    r"(?:[eE]\s*(?P<exp>[+-]?[0-9]+))?\s*",
+    re.ASCII,
+)
+_MYDECIMAL_WORDS = 9  # a MyDecimal holds 9 words of 9 digits
+_MAX_EXPONENT = 1000  # beyond this any non-zero mantissa overflows or truncates the 81 digits
+_HALF_INT32 = (2**31 - 1) // 2  # FromString refuses exponents beyond +-MaxInt32/2, even for 0
+_ROUND_HALF_UP = decimal.Context(prec=400, rounding=decimal.ROUND_HALF_UP)
+
+
+def _words(digits: int) -> int:
+    return (digits + 8) // 9
+
+
+def check_decimal_default(col_type: ColumnType, text: str) -> None:
+    """Refuse a DECIMAL column default text exactly when TiDB v8's DDL does.
+
+    TiDB keeps the default as text and checks it by casting it to the column type with
+    truncation as an error (pkg/ddl checkDefaultValue -> pkg/table getColDefaultValue ->
+    Datum.ConvertTo -> convertToMysqlDecimal / ProduceDecWithSpecifiedTp):
+
+    - the text must parse as a MyDecimal (``FromString``): no other characters, at most 81
+      digits (9 words of 9), an exponent whose shifted digits still fit;
+    - it is rounded half-up to the column's scale; more fractional digits than the scale is
+      only a warning (``3.14159`` in DECIMAL(10,4) is accepted, and stays the stored text);
+    - the rounded value may have at most precision - scale integer digits (``ErrOverflow``):
+      ``123.45`` or ``99.995`` in DECIMAL(4,2) is refused;
+    - a negative value for DECIMAL UNSIGNED is clamped to 0 without an error, so it is kept.
+
+    Raises:
+        DomainError: TiDB refuses the text (``Invalid default value``).
+    """
+    match = _MYDECIMAL_TEXT.fullmatch(text)
+    if match is None or not (match["int"] or match["frac"]):
+        raise DomainError(f"{text!r} is not a decimal number")
+    whole, fraction = match["int"], match["frac"] or ""
+    if _words(len(whole)) + _words(len(fraction)) > _MYDECIMAL_WORDS:
+        raise DomainError(f"{text!r} has more digits than a decimal holds (81)")
+    exponent = int(match["exp"] or 0)
+    digits = whole + fraction
+    if not -_HALF_INT32 - 1 <= exponent <= _HALF_INT32:
+        raise DomainError(f"{text!r} is out of range for a decimal")
+    if not digits.strip("0"):
+        return  # zero, whatever its exponent
+    if exponent:
+        if abs(exponent) > _MAX_EXPONENT:
+            raise DomainError(f"{text!r} is out of range for a decimal")
+        # MyDecimal.Shift: the significant digits must still fit in 81 after the shift.
+        first = len(digits) - len(digits.lstrip("0"))
+        end = len(digits.rstrip("0"))
+        point = len(whole) + exponent
+        if _words(max(0, point - first)) + _words(max(0, end - point)) > _MYDECIMAL_WORDS:
+            raise DomainError(f"{text!r} has more digits than a decimal holds (81)")
+    number = decimal.Decimal(f"{match['sign']}{whole or '0'}.{fraction or '0'}")
+    number = number.scaleb(exponent, context=_ROUND_HALF_UP)
+    p, s = col_type.precision, col_type.scale
+    rounded = number.quantize(_QUANTUM[s], context=_ROUND_HALF_UP)
+    integer_digits = max(0, rounded.adjusted() + 1) if rounded else 0
+    if integer_digits > p - s:
+        raise DomainError(
+            f"{text} is out of range for DECIMAL({p},{s}): at most {p - s} integer digits "
+            f"(it has {integer_digits} once rounded to {s} fractional digits)"
+        )
 
 
 def normalize_decimal(col_type: ColumnType, number: decimal.Decimal) -> decimal.Decimal:
