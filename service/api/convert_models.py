@@ -86,6 +86,11 @@ class ConvertResponse(BaseModel):
     messages: list[ConvertedMessage]
     skipped: list[SkippedEvent]
     pending: list[PendingEvent]
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the conversion assumed, one line each: a value schema version "
+                    "derived from rows that carry other columns than the registered one (no "
+                    "DDL seen), with its new columns made nullable")
 
 
 def _open_protocol_example() -> dict[str, Any]:

@@ -13,6 +13,7 @@ from service.cdc.catalog import new_decoders
 from service.codec.convert import Converter
 from service.codec.resolver import SchemaResolver
 from service.core.options import SchemaOptions
+from service.core.schema import SchemaPair
 from service.core.table import Table
 from service.registry.client import HttpSchemaRegistry
 from service.registry.embedded.registry import EmbeddedRegistry
@@ -71,10 +72,11 @@ class Runtime:
         if self.changes is not None:
             self.changes.close()
 
-    async def register_table(self, table: Table, options: SchemaOptions, topic_rule: str
-                             ) -> TableRegistration:
-        """Register a table under its topic; encode sees the new ids at once."""
-        done = await register_table(self.registry, table, options, topic_rule)
+    async def register_table(self, table: Table, options: SchemaOptions, topic_rule: str, *,
+                             pair: SchemaPair | None = None) -> TableRegistration:
+        """Register a table (or `pair` for it) under its topic; encode sees the new ids at
+        once."""
+        done = await register_table(self.registry, table, options, topic_rule, pair=pair)
         self.resolver.forget_topic(done.topic)
         return done
 

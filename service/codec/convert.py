@@ -14,8 +14,9 @@ from __future__ import annotations
 import binascii
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+import typing
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from service.cdc.catalog import Protocol
@@ -43,8 +44,16 @@ from service.registry.tables import TableRegistration
 
 __all__ = ["ConvertInput", "Converted", "Converter", "Output", "Registrar"]
 
-Registrar = Callable[[Table, SchemaOptions, str], Awaitable[TableRegistration]]
-"""Registers a table's schemas under a topic (and forgets the topic's cached ids)."""
+class Registrar(typing.Protocol):
+    """Registers a table's schemas (or `pair`, schemas evolved for it) under a topic, and
+    forgets the topic's cached ids."""
+
+    def __call__(self, table: Table, options: SchemaOptions, topic_rule: str, *,
+                 pair: SchemaPair | None = None) -> Awaitable[TableRegistration]: ...
+
+
+_EXTENSION_FIELDS = frozenset({"_tidb_op", "_tidb_commit_ts", "_tidb_commit_physical_time"})
+"""The TiDB extension's value fields, after the columns (docs/flat-avro.md)."""
 
 _FOLLOWS_DDL = frozenset({Protocol.CANAL_JSON, Protocol.OPEN_PROTOCOL})
 """Protocols whose topics carry DDL statements that the converter follows (`TableTracker`);
@@ -87,11 +96,12 @@ class Output:
 @dataclass(frozen=True, slots=True)
 class Converted:
     """A converted batch: the messages in source order, the skipped events, the pending
-    rows."""
+    rows, and notes on what was assumed (a version evolved from rows)."""
 
     messages: list[Output]
     skipped: list[dict[str, Any]]
     pending: list[Pending]
+    notes: list[str] = field(default_factory=list)
 
 
 class _TargetError(InvalidInputError):
@@ -108,6 +118,8 @@ class _Target:
     schemas: TopicSchemas
     mapper: RowMapper
     register: Table | None = None
+    pair: SchemaPair | None = None  # registered instead of the table's own schemas
+    note: str | None = None
 
 
 class Converter:
@@ -125,7 +137,7 @@ class Converter:
         Raises as `convert_raw`."""
         done = await self.convert_raw(protocol, request, may_register=may_register)
         return {"messages": [_message(m) for m in done.messages], "skipped": done.skipped,
-                "pending": [p.to_json() for p in done.pending]}
+                "pending": [p.to_json() for p in done.pending], "notes": done.notes}
 
     async def convert_raw(self, protocol: Protocol, request: ConvertInput, *,
                           may_register: bool) -> Converted:
@@ -157,10 +169,13 @@ class Converter:
                 error["message"] = f"message {error['message_index']}: {error['message']}"
             raise UnconvertibleMessagesError(errors, failed_messages=failed, converted=0)
         registered = set()
+        notes = []
         for group, target in targets.items():
             if target.register is not None:
                 done = await self._registrar(target.register, request.options,
-                                             target.schemas.topic)
+                                             target.schemas.topic, pair=target.pair)
+                if target.note:
+                    notes.append(f"{target.note} (registered as version {done.value.version})")
                 target.schemas = _registered(target.schemas, done)
                 registered.add(group)
         messages = []
@@ -172,7 +187,7 @@ class Converter:
                             for f in framed_event)
         if tracker is not None:  # the batch converted: what its DDL events taught stays
             self._tracker = tracker
-        return Converted(messages, skipped, pending)
+        return Converted(messages, skipped, pending, notes)
 
     def _decode(self, protocol: Protocol, request: ConvertInput, tracker: TableTracker | None
                 ) -> tuple[list[ChangeEvent], list[dict[str, Any]], list[Pending],
@@ -216,10 +231,21 @@ class Converter:
         targets: dict[Any, _Target] = {}
         failed: dict[Any, dict[str, Any]] = {}
         target_of: list[Any] = []
+        shape_of: dict[str, tuple[Any, TableDefinition]] = {}  # topic -> last row shape
         for event, topic in zip(events, topics, strict=True):
             definition = event.definition or first_definition.get(topic)
             exact = definition is not None and definition.exact
-            group = (topic, definition.version if exact and definition else None)
+            group: Any = (topic, definition.version if exact and definition else None)
+            if request.register and definition is not None and not exact:
+                # Rows derived from themselves: one target per row shape, so a column added
+                # (or dropped) mid-batch gives a version of its own; a DELETE, whose image may
+                # hold only the key, goes with the shape before it.
+                if event.kind is EventKind.DELETE and topic in shape_of:
+                    group, definition = shape_of[topic]
+                else:
+                    group = (topic, ("rows", tuple(c.name for c in definition.columns)))
+                    if event.kind is not EventKind.DELETE:
+                        shape_of[topic] = (group, definition)
             target_of.append(group)
             if group in targets:
                 continue
@@ -244,6 +270,13 @@ class Converter:
                 pair = generate_schemas(table, options)
                 if not _same(pair, registered):
                     return self._unregistered(topic, table, pair)
+            elif request.register and definition is not None:
+                evolved = _evolved(registered, definition, options)
+                if evolved is not None:
+                    table, pair, note = evolved
+                    target = self._unregistered(topic, table, pair)
+                    target.pair, target.note = pair, note
+                    return target
             return _Target(registered, self._mapper(registered.value.registered))
         if not request.register:
             raise _TargetError(
@@ -307,6 +340,51 @@ class Converter:
                               for e in exc.errors)
                 framed.append([])
         return framed
+
+
+def _evolved(registered: TopicSchemas, definition: TableDefinition, options: SchemaOptions
+             ) -> tuple[Table, SchemaPair, str] | None:
+    """The next value schema when rows carry other columns than the latest registered
+    version (a table altered while no DDL was seen): the registered fields of the columns the
+    rows keep, in row order, and a field for each new column as the rows imply it, made
+    nullable with default null (rows carry neither NOT NULL nor defaults) — None when the
+    columns are the registered ones. The key schema stays.
+
+    Raises:
+        MissingFactError: a new column's type lacks a fact its field needs.
+    """
+    value = json.loads(registered.value.registered.schema)
+    fields = {f["name"]: f for f in value["fields"] if f["name"] not in _EXTENSION_FIELDS}
+    extension = [f for f in value["fields"] if f["name"] in _EXTENSION_FIELDS]
+    columns = [c.name for c in definition.columns]
+    if set(columns) == set(fields):
+        return None
+    new = [c for c in columns if c not in fields]
+    gone = [name for name in fields if name not in set(columns)]
+    keep = set(new) | set(definition.key) or {columns[0]}
+    part = dataclasses.replace(
+        definition, columns=tuple(c for c in definition.columns if c.name in keep),
+        missing=tuple(m for m in definition.missing if m.column in keep))
+    table = part.to_table(options)
+    generated = {f["name"]: f for f in generate_schemas(table, options).value_schema["fields"]}
+    for name in new:
+        generated[name] = _nullable(generated[name])
+    value = dict(value, fields=[fields.get(c) or generated[c] for c in columns] + extension)
+    key = None if registered.key is None else json.loads(registered.key.registered.schema)
+    words = [f"new column(s) {', '.join(f'`{c}`' for c in new)} (nullable, default null: "
+             "rows carry neither NOT NULL nor defaults)"] if new else []
+    words += [f"column(s) {', '.join(f'`{c}`' for c in gone)} dropped"] if gone else []
+    note = (f"table `{definition.schema}`.`{definition.table}`: a new value schema for topic "
+            f"{registered.topic} derived from the rows, no DDL seen: " + "; ".join(words))
+    return table, SchemaPair(key, value, tuple(definition.key)), note
+
+
+def _nullable(avro_field: dict[str, Any]) -> dict[str, Any]:
+    """The field as a nullable one with default null (already nullable: as it is)."""
+    kind = avro_field["type"]
+    if isinstance(kind, list) and "null" in kind:
+        return avro_field
+    return {"default": None, "name": avro_field["name"], "type": ["null", kind]}
 
 
 def _reframed(messages: list[Framed], schemas: TopicSchemas) -> list[Framed]:

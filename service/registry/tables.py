@@ -16,7 +16,7 @@ import anyio
 from service.core.errors import ServiceError
 from service.core.naming import SubjectKind, parse_topic_rule, subject_for
 from service.core.options import SchemaOptions
-from service.core.schema import generate_schemas
+from service.core.schema import SchemaPair, generate_schemas
 from service.core.table import Table
 from service.registry.compatibility import (
     CompatibilityLevel,
@@ -68,15 +68,18 @@ class TableRegistration:
 
 
 async def check_table(registry: SchemaRegistry, table: Table, options: SchemaOptions,
-                      topic_rule: str) -> TableCheck:
-    """Check a table's schemas against the registry without registering anything.
+                      topic_rule: str, *, pair: SchemaPair | None = None) -> TableCheck:
+    """Check a table's schemas against the registry without registering anything (`pair`:
+    schemas to use instead of the table's generated ones, e.g. a version evolved from rows;
+    the table then only names the topic).
 
     Raises:
         InvalidTopicRuleError: the rule breaks §9.
         TopicBindingError: the topic already holds another table.
     """
     topic = parse_topic_rule(topic_rule).expand(table.schema, table.table)
-    pair = await anyio.to_thread.run_sync(generate_schemas, table, options)  # CPU: wide tables
+    if pair is None:  # CPU for a wide table: off the event loop
+        pair = await anyio.to_thread.run_sync(generate_schemas, table, options)
     wanted = [(SubjectKind.VALUE, pair.value_schema)]
     if pair.key_schema is not None:
         wanted.insert(0, (SubjectKind.KEY, pair.key_schema))
@@ -92,15 +95,17 @@ async def check_table(registry: SchemaRegistry, table: Table, options: SchemaOpt
 
 
 async def register_table(registry: SchemaRegistry, table: Table, options: SchemaOptions,
-                         topic_rule: str) -> TableRegistration:
-    """Register a table's key and value schemas under its topic, after checking both.
+                         topic_rule: str, *, pair: SchemaPair | None = None
+                         ) -> TableRegistration:
+    """Register a table's key and value schemas (or `pair`, as for `check_table`) under its
+    topic, after checking both.
 
     Raises:
         IncompatibleSchemaError: either subject would refuse its schema (details list every
             incompatibility); nothing is registered then.
         TopicBindingError, InvalidTopicRuleError: as for `check_table`.
     """
-    check = await check_table(registry, table, options, topic_rule)
+    check = await check_table(registry, table, options, topic_rule, pair=pair)
     if not check.compatible:
         reasons = [i for v in check.subjects for i in v.incompatibilities]
         raise IncompatibleSchemaError(

@@ -16,6 +16,7 @@ from service.codec.decode import decode_batch
 from service.codec.resolver import SchemaResolver
 from service.core.ddl import table_from_ddl
 from service.core.options import SchemaOptions
+from service.core.schema import SchemaPair
 from service.core.table import Table
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.tables import TableRegistration, register_table
@@ -33,9 +34,9 @@ class Harness:
         self.converter = Converter(self.resolver, self._register,
                                    new_decoders(schema_cache_size=16))
 
-    async def _register(self, table: Table, options: SchemaOptions, rule: str
-                        ) -> TableRegistration:
-        done = await register_table(self.registry, table, options, rule)
+    async def _register(self, table: Table, options: SchemaOptions, rule: str, *,
+                        pair: SchemaPair | None = None) -> TableRegistration:
+        done = await register_table(self.registry, table, options, rule, pair=pair)
         self.resolver.forget_topic(done.topic)
         return done
 

@@ -111,3 +111,45 @@ def test_a_ddl_that_cannot_be_applied_is_reported_and_rows_fall_back(
     assert "table `shop`.`items`: cannot apply `ALTER TABLE items DROP COLUMN nope`: column " \
            "`nope` does not exist" in reason and "definitions they imply" in reason
     assert len(done["messages"]) == 2  # the row after it converts on what it implies
+
+
+def test_rows_with_a_new_column_and_no_ddl_evolve_the_derived_definition(
+        client: TestClient) -> None:
+    """A bridge started after the ALTER: no DDL in sight, rows gain `qty`, later lose `name`;
+    each shape registers its own version (new columns nullable, default null), said in
+    `notes` (relative to the version registered when the batch began), and the rows before
+    the change keep theirs."""
+    first = convert(client, [insert({"id": 1, "name": "a"}, TYPES, TS + 1)])
+    assert first["notes"] == []
+    done = convert(client, [insert({"id": 2, "name": "b"}, TYPES, TS + 2),
+                            insert({"id": 3, "name": "c", "qty": 3}, TYPES_2, TS + 3),
+                            insert({"id": 4, "qty": 4}, {"id": "int", "qty": "int"}, TS + 4)])
+    assert [m["value_schema_id"] for m in done["messages"]] == [2, 3, 4]
+    assert done["notes"] == [
+        "table `shop`.`items`: a new value schema for topic tidb_shop_items derived from the "
+        "rows, no DDL seen: new column(s) `qty` (nullable, default null: rows carry neither "
+        "NOT NULL nor defaults) (registered as version 2)",
+        "table `shop`.`items`: a new value schema for topic tidb_shop_items derived from the "
+        "rows, no DDL seen: new column(s) `qty` (nullable, default null: rows carry neither "
+        "NOT NULL nor defaults); column(s) `name` dropped (registered as version 3)"]
+    assert value_fields(client, 2)[-1] == {"default": None, "name": "qty", "type": [
+        "null", {"type": "int", "connect.parameters": {"tidb_type": "INT"}}]}
+    assert [f["name"] for f in value_fields(client, 3)] == ["id", "qty"]
+    decoded = client.post("/v1/decode", json={"messages": [
+        {"key": m["key"], "value": m["value"]} for m in done["messages"]]}).json()["messages"]
+    assert [d["value"] for d in decoded] == [{"id": 2, "name": "b"},
+                                             {"id": 3, "name": "c", "qty": 3},
+                                             {"id": 4, "qty": 4}]
+
+
+def test_a_change_the_registry_refuses_stops_with_its_reason(client: TestClient) -> None:
+    registered = client.post("/v1/tables/register", json={
+        "ddl": "CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL)"})
+    assert registered.status_code == 200, registered.text
+    assert client.put("/registry/config/tidb_shop_items-value",
+                      json={"compatibility": "FORWARD"}).status_code == 200
+    refused = client.post("/v1/convert/canal-json", json={"register": True, "messages": [
+        insert({"id": 2}, {"id": "int"}, TS + 2)]})  # NOT NULL `name` gone: FORWARD refuses
+    assert refused.status_code == 409, refused.text
+    assert "column `name`" in refused.json()["detail"]
+    assert client.get("/registry/subjects/tidb_shop_items-value/versions").json() == [1]
