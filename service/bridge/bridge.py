@@ -474,6 +474,8 @@ class Bridge:
             index = keep[output.source_index]
             if index < cut.get(todo[index].partition(), len(todo)):
                 batch.outputs.append((output, todo[index].partition()))
+        for note in converted.notes:  # a version evolved from rows: said once, when made
+            _log(note)
         batch.skipped.extend(s for s in converted.skipped
                              if keep[s["source_index"]] < cut.get(
                                  todo[keep[s["source_index"]]].partition(), len(todo)))

@@ -3,8 +3,9 @@
 Input: one JSON object per line, ``{"key": text|null, "value": text|null}`` (a Kafka message
 as consumed; ``--encoding base64`` for bytes, needed by the Open Protocol). Output on stdout:
 one converted message per line (the fields of ``POST /v1/convert/{protocol}``'s messages).
-Skipped events and pending rows are reported on stderr, one JSON line each; the exit code is
-3 when rows are pending, 2 on bad input (nothing is written then).
+Skipped events, pending rows and notes (a version evolved from rows) are reported on stderr,
+one JSON line each; the exit code is 3 when rows are pending, 2 on bad input (nothing is
+written then).
 """
 
 from __future__ import annotations
@@ -111,4 +112,6 @@ def _convert(args: argparse.Namespace) -> int:
     for kind in ("skipped", "pending"):
         for entry in result[kind]:
             sys.stderr.write(orjson.dumps({kind: entry}).decode() + "\n")
+    for note in result["notes"]:
+        sys.stderr.write(orjson.dumps({"note": note}).decode() + "\n")
     return EXIT_PENDING if result["pending"] else 0

@@ -11,6 +11,7 @@ from service.api.convert_models import CONVERT_EXAMPLES
 from service.core.ddl import table_from_ddl
 from tests.cdc.builders import canal_messages
 from tests.cdc.conftest import frame_open_protocol
+from tests.cdc.test_ddl_follow import TS, TYPES, TYPES_2, insert
 from tests.cli.test_schema_cmd import run
 
 PRICES = table_from_ddl("CREATE TABLE shop.prices (id INT PRIMARY KEY, price DECIMAL(10,2))")
@@ -111,3 +112,18 @@ def test_a_registry_file_that_cannot_be_used_is_refused(tmp_path: Path, where: s
     assert "[registry_store_unavailable]" in line and str(path) in line
     assert source.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["in.ndjson"]
+
+
+def test_a_version_evolved_from_rows_is_a_note_on_stderr(tmp_path: Path) -> None:
+    registry = str(tmp_path / "r.sqlite")
+    first = _ndjson(tmp_path / "1.ndjson", [insert({"id": 1, "name": "a"}, TYPES, TS + 1)])
+    assert run("convert", "--protocol", "canal-json", "--registry-file", registry,
+               "--register", first).returncode == 0
+    later = _ndjson(tmp_path / "2.ndjson", [insert({"id": 2, "name": "b", "qty": 5}, TYPES_2,
+                                                   TS + 2)])
+    done = run("convert", "--protocol", "canal-json", "--registry-file", registry,
+               "--register", later)
+    assert done.returncode == 0, done.stderr
+    notes = [json.loads(line)["note"] for line in done.stderr.splitlines() if '"note"' in line]
+    assert len(notes) == 1 and "new column(s) `qty`" in notes[0] \
+        and notes[0].endswith("(registered as version 2)")
