@@ -16,6 +16,9 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.api.settings import Settings
+from service.core.ddl import table_from_ddl
+from tests.cdc.builders import open_protocol_message
+from tests.cdc.conftest import frame_open_protocol
 
 TS = 440_000_000_000_000_000
 TYPES = {"id": "int", "name": "varchar(20)"}
@@ -153,3 +156,29 @@ def test_a_change_the_registry_refuses_stops_with_its_reason(client: TestClient)
     assert refused.status_code == 409, refused.text
     assert "column `name`" in refused.json()["detail"]
     assert client.get("/registry/subjects/tidb_shop_items-value/versions").json() == [1]
+
+
+def test_an_open_protocol_topic_follows_its_ddl_too(client: TestClient) -> None:
+    """The same table through the Open Protocol (DDL events `t: 2` with `q`; columns written
+    in name order): the versions are the ones the DDL defines, not the rows' implied ones."""
+    def ddl_message(sql: str, ts: int) -> dict[str, Any]:
+        key, value = frame_open_protocol(
+            [json.dumps({"ts": ts, "scm": "shop", "tbl": "items", "t": 2})],
+            [json.dumps({"q": sql, "t": 3 if sql.startswith("CREATE") else 5})])
+        return {"key": key, "value": value}
+
+    def rows(ddl_text: str, row: dict[str, Any], ts: int) -> dict[str, Any]:
+        key, value = open_protocol_message(table_from_ddl(ddl_text), [("insert", row, None, ts)])
+        return {"key": key, "value": value}
+
+    v1 = "CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20))"
+    v2 = "CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20), qty INT NOT NULL)"
+    done = client.post("/v1/convert/open-protocol", json={
+        "register": True, "encoding": "base64", "messages": [
+            ddl_message(CREATE, TS), rows(v1, {"id": 1, "name": "a"}, TS + 1),
+            ddl_message(ADD_QTY, TS + 2), rows(v2, {"id": 2, "name": "b", "qty": 3}, TS + 3)]})
+    assert done.status_code == 200, done.text
+    assert [m["value_schema_id"] for m in done.json()["messages"]] == [2, 3]
+    assert value_fields(client, 2)[-1] == {"name": "qty", "type": {
+        "type": "int", "connect.parameters": {"tidb_type": "INT"}}, "default": 7}
+    assert done.json()["notes"] == []
