@@ -39,11 +39,18 @@ class ConvertRequest(BaseModel):
         description="Register missing schemas (needs an API key when keys are configured)")
     options: OptionsModel = Field(default_factory=OptionsModel,
                                   description="Schema options used when registering")
+    key_columns: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="`schema.table` -> key columns, for a table whose messages name no key "
+                    "(Canal-JSON's `pkNames` lists a primary key only, so a table keyed by a "
+                    "NOT NULL unique index arrives keyless); used when registering from rows",
+        examples=[{"shop.orders": ["a", "b"]}])
 
     def to_input(self) -> ConvertInput:
         """As the converter's input."""
         return ConvertInput([(m.key, m.value) for m in self.messages], self.encoding,
-                            self.topic, self.register_, self.options.schema_options())
+                            self.topic, self.register_, self.options.schema_options(),
+                            {t: tuple(c) for t, c in self.key_columns.items()})
 
 
 class ConvertedMessage(BaseModel):

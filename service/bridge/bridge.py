@@ -61,6 +61,7 @@ class BridgeOptions:
     topic_rule: str = "tidb_{schema}_{table}"
     register: bool = False
     schema_options: SchemaOptions = field(default_factory=SchemaOptions)
+    key_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     dead_letter_topic: str | None = None
     create_topics: bool = False
     pending_timeout: float = 300.0
@@ -413,7 +414,8 @@ class Bridge:
             return await self.converter.convert_raw(
                 self.options.protocol, ConvertInput(
                     [(m.key(), m.value()) for m in messages], "raw", self.options.topic_rule,
-                    self.options.register, self.options.schema_options), may_register=True)
+                    self.options.register, self.options.schema_options,
+                    self.options.key_columns), may_register=True)
         except (UnconvertibleMessagesError, *_REFUSALS):
             raise
         except ServiceError as exc:

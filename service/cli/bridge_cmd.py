@@ -13,7 +13,12 @@ import threading
 from service.api.runtime import Runtime
 from service.api.settings import Settings
 from service.cdc.catalog import Protocol
-from service.cli.convert_cmd import add_registry_options, registry_settings
+from service.cli.convert_cmd import (
+    add_key_columns_option,
+    add_registry_options,
+    key_columns,
+    registry_settings,
+)
 from service.cli.schema_cmd import add_schema_options, schema_options
 
 __all__ = ["register"]
@@ -67,6 +72,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
                      help="target topic rule or literal topic (default tidb_{schema}_{table})")
     cmd.add_argument("--register", action="store_true",
                      help="register schemas of tables the registry does not have yet")
+    add_key_columns_option(cmd)
     cmd.add_argument("--create-topics", action="store_true", help="create missing target "
                      "topics with the source's partition count (else a missing one stops)")
     cmd.add_argument("--dead-letter-topic", metavar="DLT", help="where unconvertible messages "
@@ -101,6 +107,7 @@ async def _run(settings: Settings, args: argparse.Namespace, stop: threading.Eve
         group_id=args.group_id or f"flatavro-bridge.{args.source_topic}",
         instance_id=args.instance_id or socket.gethostname(), topic_rule=args.topic,
         register=args.register, schema_options=schema_options(args),
+        key_columns=key_columns(args),
         dead_letter_topic=args.dead_letter_topic, create_topics=args.create_topics,
         pending_timeout=args.pending_timeout, exit_when_idle=args.exit_when_idle,
         batch_size=args.batch_size, broker_timeout=args.broker_timeout,

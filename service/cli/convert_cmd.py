@@ -25,7 +25,8 @@ from service.cli.schema_cmd import add_schema_options, schema_options
 from service.codec.convert import ConvertInput
 from service.core.errors import InvalidInputError
 
-__all__ = ["register", "add_registry_options", "registry_settings"]
+__all__ = ["register", "add_registry_options", "registry_settings", "add_key_columns_option",
+           "key_columns"]
 
 EXIT_PENDING = 3
 
@@ -44,9 +45,34 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
                      help="topic rule or literal topic (default tidb_{schema}_{table})")
     cmd.add_argument("--register", action="store_true",
                      help="register schemas of tables the registry does not have yet")
+    add_key_columns_option(cmd)
     add_registry_options(cmd)
     add_schema_options(cmd)
     cmd.set_defaults(handler=_convert)
+
+
+def add_key_columns_option(cmd: argparse.ArgumentParser) -> None:
+    """--key-columns SCHEMA.TABLE=A,B (repeatable)."""
+    cmd.add_argument("--key-columns", action="append", default=[], type=_key_columns,
+                     metavar="SCHEMA.TABLE=A,B",
+                     help="the key of a table whose messages name none (Canal-JSON's pkNames "
+                          "lists a primary key only, so a table keyed by a NOT NULL unique "
+                          "index arrives keyless); used when registering from rows; "
+                          "repeatable")
+
+
+def key_columns(args: argparse.Namespace) -> dict[str, tuple[str, ...]]:
+    """The --key-columns given, by ``schema.table``."""
+    return dict(args.key_columns)
+
+
+def _key_columns(text: str) -> tuple[str, tuple[str, ...]]:
+    table, equals, columns = text.partition("=")
+    names = tuple(c.strip() for c in columns.split(",") if c.strip())
+    if not equals or table.count(".") != 1 or not all(table.split(".")) or not names:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not SCHEMA.TABLE=COLUMN[,COLUMN...] (e.g. shop.orders=a,b)")
+    return table, names
 
 
 def add_registry_options(cmd: argparse.ArgumentParser) -> None:
@@ -106,7 +132,7 @@ async def _run(settings: Settings, protocol: Protocol, request: ConvertInput
 
 def _convert(args: argparse.Namespace) -> int:
     request = ConvertInput(_messages(args.file), args.encoding, args.topic, args.register,
-                           schema_options(args))
+                           schema_options(args), key_columns(args))
     result = asyncio.run(_run(registry_settings(args), Protocol(args.protocol), request))
     sys.stdout.buffer.write(b"".join(orjson.dumps(m) + b"\n" for m in result["messages"]))
     for kind in ("skipped", "pending"):

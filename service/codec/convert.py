@@ -78,6 +78,9 @@ class ConvertInput:
     topic_rule: str
     register: bool
     options: SchemaOptions
+    key_columns: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """``schema.table`` -> the key of a table whose messages do not name one (Canal-JSON's
+    ``pkNames`` lists a primary key only): used for definitions derived from rows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +179,13 @@ class Converter:
                                              target.schemas.topic, pair=target.pair)
                 if target.note:
                     notes.append(f"{target.note} (registered as version {done.value.version})")
+                if done.key is None and target.pair is None:
+                    table = target.register
+                    notes.append(
+                        f"table `{table.schema}`.`{table.table}` has no primary key and no NOT "
+                        f"NULL unique key: TiCDC's avro protocol refuses such a table, so a "
+                        f"changefeed would not have written topic {done.topic}; registered "
+                        "without a key schema (every message has a null key)")
                 target.schemas = _registered(target.schemas, done)
                 registered.add(group)
         messages = []
@@ -213,6 +223,12 @@ class Converter:
                         event.schema, event.table, event.commit_ts)
                     if followed is not None:
                         event = dataclasses.replace(event, definition=followed)
+                    elif request.key_columns and event.definition is not None:
+                        try:
+                            event = _keyed(event, request.key_columns)
+                        except InvalidInputError as exc:
+                            errors.append(dict(exc.to_dict(), message_index=index))
+                            continue
                     events.append(event)
                 elif event.kind is EventKind.DDL and tracker is not None:
                     skipped.append(_skipped(event, tracker.apply(event)))
@@ -340,6 +356,29 @@ class Converter:
                               for e in exc.errors)
                 framed.append([])
         return framed
+
+
+def _keyed(event: ChangeEvent, key_columns: Mapping[str, tuple[str, ...]]) -> ChangeEvent:
+    """The event with the key `key_columns` names for its table, if any (those columns NOT
+    NULL), on a definition the rows imply; a definition that has a key keeps it.
+
+    Raises:
+        InvalidInputError: a named key column is not in the message.
+    """
+    definition = event.definition
+    key = key_columns.get(f"{event.schema}.{event.table}")
+    if key is None or definition is None or definition.exact or definition.key:
+        return event
+    names = {c.name for c in definition.columns}
+    for column in key:
+        if column not in names:
+            raise InvalidInputError(
+                f"key column `{column}` of `{event.schema}`.`{event.table}` (key_columns) is "
+                "not in the message", column=column, field="key_columns")
+    columns = tuple(dataclasses.replace(c, nullable=False) if c.name in key else c
+                    for c in definition.columns)
+    return dataclasses.replace(event, definition=dataclasses.replace(
+        definition, columns=columns, key=tuple(key)))
 
 
 def _evolved(registered: TopicSchemas, definition: TableDefinition, options: SchemaOptions

@@ -182,3 +182,40 @@ def test_an_open_protocol_topic_follows_its_ddl_too(client: TestClient) -> None:
     assert value_fields(client, 2)[-1] == {"name": "qty", "type": {
         "type": "int", "connect.parameters": {"tidb_type": "INT"}}, "default": 7}
     assert done.json()["notes"] == []
+
+
+UNIQUE_TYPES = {"a": "int", "b": "varchar(8)", "v": "int"}
+
+
+def keyless_insert(row: dict[str, Any], ts: int) -> dict[str, Any]:
+    """A Canal-JSON INSERT of `shop.pairs`, keyed by a NOT NULL unique index: `pkNames` empty,
+    as TiCDC writes it."""
+    message = json.loads(insert(row, UNIQUE_TYPES, ts)["value"])
+    message.update(table="pairs", pkNames=[])
+    return {"value": json.dumps(message)}
+
+
+def test_key_columns_key_a_table_its_messages_leave_keyless(client: TestClient) -> None:
+    done = client.post("/v1/convert/canal-json", json={
+        "register": True, "key_columns": {"shop.pairs": ["a", "b"]},
+        "messages": [keyless_insert({"a": 1, "b": "x", "v": 2}, TS)]})
+    assert done.status_code == 200, done.text
+    assert done.json()["notes"] == []
+    key = client.get("/registry/subjects/tidb_shop_pairs-key/versions/1").json()
+    assert [f["name"] for f in json.loads(key["schema"])["fields"]] == ["a", "b"]
+    missing = client.post("/v1/convert/canal-json", json={
+        "register": True, "key_columns": {"shop.pairs": ["a", "nope"]},
+        "messages": [keyless_insert({"a": 1, "b": "x", "v": 2}, TS)]})
+    assert missing.status_code == 422
+    assert "key column `nope` of `shop`.`pairs` (key_columns) is not in the message" in \
+        missing.json()["detail"]
+
+
+def test_a_keyless_table_is_said_once(client: TestClient) -> None:
+    first = convert(client, [keyless_insert({"a": 1, "b": "x", "v": 2}, TS)])
+    assert first["messages"][0]["key"] is None
+    assert first["notes"] == [
+        "table `shop`.`pairs` has no primary key and no NOT NULL unique key: TiCDC's avro "
+        "protocol refuses such a table, so a changefeed would not have written topic "
+        "tidb_shop_pairs; registered without a key schema (every message has a null key)"]
+    assert convert(client, [keyless_insert({"a": 2, "b": "y", "v": 3}, TS + 1)])["notes"] == []

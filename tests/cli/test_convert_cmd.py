@@ -127,3 +127,21 @@ def test_a_version_evolved_from_rows_is_a_note_on_stderr(tmp_path: Path) -> None
     notes = [json.loads(line)["note"] for line in done.stderr.splitlines() if '"note"' in line]
     assert len(notes) == 1 and "new column(s) `qty`" in notes[0] \
         and notes[0].endswith("(registered as version 2)")
+
+
+def test_key_columns_on_the_command_line(tmp_path: Path) -> None:
+    row = {"value": json.dumps({
+        "id": 0, "database": "shop", "table": "pairs", "pkNames": [], "isDdl": False,
+        "type": "INSERT", "es": 1, "ts": 0, "sql": "", "sqlType": {"a": 4, "b": 12},
+        "mysqlType": {"a": "int", "b": "varchar(8)"}, "data": [{"a": "1", "b": "x"}],
+        "old": None})}
+    source = _ndjson(tmp_path / "in.ndjson", [row])
+    registry = str(tmp_path / "r.sqlite")
+    bad = run("convert", "--protocol", "canal-json", "--registry-file", registry, "--register",
+              "--key-columns", "pairs=a", source)
+    assert bad.returncode == 2
+    assert "'pairs=a' is not SCHEMA.TABLE=COLUMN[,COLUMN...]" in bad.stderr
+    done = run("convert", "--protocol", "canal-json", "--registry-file", registry, "--register",
+               "--key-columns", "shop.pairs=a", source)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["key"] is not None and '"note"' not in done.stderr
