@@ -10,9 +10,11 @@ the commit ts of the DDL that made it, so a new version is registered at the fir
 A DDL event at or below the commit ts already applied for its table is a replay (a batch that
 was converted, then not committed, is read again) and changes nothing; a replayed row gets the
 definition that was current at its commit ts (the tracker keeps the last `HISTORY` versions
-of each table). A statement that cannot be applied
-makes the tracker forget the table: its rows fall back to the definitions they imply, until a
-``CREATE TABLE`` is seen again.
+of each table). A statement this module does not follow
+(partitioning, or an ``ALTER`` of a table it has no definition of) makes the tracker forget the
+table: its rows fall back to the definitions they imply, until a ``CREATE TABLE`` is seen
+again. A statement that does not parse or contradicts the definition is an error of its
+message.
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ from dataclasses import dataclass
 
 from service.cdc.definition import TableDefinition
 from service.cdc.events import ChangeEvent
-from service.core.alter import DDLChange, apply_ddl
-from service.core.errors import InvalidInputError
+from service.core.alter import DDLChange, UnfollowedDDLError, apply_ddl
 
 __all__ = ["TableTracker", "Followed", "HISTORY"]
 
@@ -67,7 +68,14 @@ class TableTracker:
         self._tables[name] = (*self._tables.get(name, ())[-(HISTORY - 1):], followed)
 
     def apply(self, event: ChangeEvent) -> str:
-        """Apply a DDL event; returns what it did, in words (for the skipped entry)."""
+        """Apply a DDL event; returns what it did, in words (for the skipped entry).
+
+        Raises:
+            UnappliedDDLError: the statement does not parse or contradicts the table's
+                definition (the message cannot be converted: the bridge stops at it or
+                dead-letters it; the table is left as it was).
+            InvalidTableError, ...: the statement makes a table that is not valid.
+        """
         if not event.query or not event.schema:
             return "a DDL event produces no flat-avro message"
         name = (event.schema, event.table or "")
@@ -77,7 +85,7 @@ class TableTracker:
         current = None if followed is None else followed.definition.exact_table
         try:
             outcome = apply_ddl(current, event.query, schema=event.schema, table=event.table)
-        except InvalidInputError as exc:
+        except UnfollowedDDLError as exc:
             self._tables.pop(name, None)
             return (f"a DDL event produces no flat-avro message; {exc.message}; rows of the "
                     "table now use the definitions they imply")

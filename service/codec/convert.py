@@ -231,7 +231,10 @@ class Converter:
                             continue
                     events.append(event)
                 elif event.kind is EventKind.DDL and tracker is not None:
-                    skipped.append(_skipped(event, tracker.apply(event)))
+                    try:
+                        skipped.append(_skipped(event, tracker.apply(event)))
+                    except InvalidInputError as exc:
+                        errors.append(dict(exc.to_dict(), message_index=index))
                 else:
                     skipped.append(_skipped(event))
         return events, skipped, pending, errors

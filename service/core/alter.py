@@ -25,7 +25,7 @@ from service.core.ddl import _column, _default_text, _table_index, table_from_dd
 from service.core.errors import InvalidInputError, ServiceError
 from service.core.table import Column, Index, Table
 
-__all__ = ["DDLChange", "DDLOutcome", "UnappliedDDLError", "apply_ddl"]
+__all__ = ["DDLChange", "DDLOutcome", "UnappliedDDLError", "UnfollowedDDLError", "apply_ddl"]
 
 _RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+?)\s*;?\s*$", re.I | re.S)
 _NAME = r"(?:`(?:[^`]|``)+`|[^\s.,`]+)"
@@ -34,9 +34,19 @@ _RENAME_PAIR = re.compile(rf"^\s*({_NAME}(?:\s*\.\s*{_NAME})?)\s+TO\s+"
 
 
 class UnappliedDDLError(InvalidInputError):
-    """A DDL statement that cannot be applied to the table's definition."""
+    """A DDL statement that cannot be applied to the table's definition: it does not parse,
+    or contradicts the definition (a column that is not there, or already is; a primary-key
+    column dropped, which TiDB refuses) — the definition or the topic is not what it seems."""
 
     code = "unapplied_ddl"
+
+
+class UnfollowedDDLError(UnappliedDDLError):
+    """A statement this module does not follow (partitioning, ...), or an ``ALTER`` of a table
+    whose definition is unknown: nothing is wrong with it, the definition is just no longer
+    known."""
+
+    code = "unfollowed_ddl"
 
 
 class DDLChange(enum.Enum):
@@ -95,16 +105,18 @@ def apply_ddl(current: Table | None, statement: str, *, schema: str,
     if isinstance(parsed, exp.Alter) and str(parsed.args.get("kind", "")).upper() == "TABLE":
         if current is None:
             raise _unapplied(where, statement, "the table's definition is unknown (no CREATE "
-                                                "TABLE seen, nothing registered from one)")
+                                                "TABLE seen)", followed=False)
         return _alter(current, parsed, where, statement)
     if isinstance(parsed, (exp.Create, exp.Drop)):  # indexes, views, databases, ...
         return DDLOutcome(DDLChange.UNCHANGED, current)
-    raise _unapplied(where, statement, f"{type(parsed).__name__} statements are not followed")
+    raise _unapplied(where, statement, f"{type(parsed).__name__} statements are not followed",
+                     followed=False)
 
 
-def _unapplied(where: str, statement: str, why: str) -> UnappliedDDLError:
-    return UnappliedDDLError(f"table {where}: cannot apply `{_short(statement)}`: {why}",
-                             statement=statement)
+def _unapplied(where: str, statement: str, why: str, *, followed: bool = True
+               ) -> UnappliedDDLError:
+    cls = UnappliedDDLError if followed else UnfollowedDDLError
+    return cls(f"table {where}: cannot apply `{_short(statement)}`: {why}", statement=statement)
 
 
 def _short(statement: str, limit: int = 200) -> str:
@@ -123,10 +135,11 @@ def _rename_statement(current: Table | None, pairs: str, schema: str, where: str
         old, new = _qualified(match.group(1), schema), _qualified(match.group(2), schema)
         if current is None or old == (current.schema, current.table):
             if current is None:
-                raise _unapplied(where, statement, "the table's definition is unknown")
+                raise _unapplied(where, statement, "the table's definition is unknown",
+                                 followed=False)
             moved = dataclasses.replace(current, schema=new[0], table=new[1])
             return DDLOutcome(DDLChange.RENAMED, moved, renamed_from=old)
-    raise _unapplied(where, statement, "it does not rename this table")
+    raise _unapplied(where, statement, "it does not rename this table", followed=False)
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -161,7 +174,7 @@ def _alter(current: Table, alter: exp.Alter, where: str, statement: str) -> DDLO
             else:
                 _apply_action(action, columns, indexes)
         except _ActionError as exc:
-            raise _unapplied(where, statement, str(exc)) from None
+            raise _unapplied(where, statement, exc.message, followed=exc.followed) from None
     primary = [i for i in indexes if i.primary]
     if primary:  # MySQL makes every primary-key column NOT NULL
         pk = set(primary[0].columns)
@@ -179,6 +192,10 @@ def _alter(current: Table, alter: exp.Alter, where: str, statement: str) -> DDLO
 
 class _ActionError(ServiceError):
     code = "unapplied_ddl"
+
+    def __init__(self, message: str, *, followed: bool = True) -> None:
+        super().__init__(message)
+        self.followed = followed
 
 
 def _apply_action(action: exp.Expression, columns: list[Column], indexes: list[Index]) -> None:
@@ -206,7 +223,7 @@ def _apply_action(action: exp.Expression, columns: list[Column], indexes: list[I
             raise _ActionError("the table has no PRIMARY KEY to drop")
         indexes[:] = [i for i in indexes if not i.primary]
     else:
-        raise _ActionError(f"`{action.sql('mysql')}` is not followed")
+        raise _ActionError(f"`{action.sql('mysql')}` is not followed", followed=False)
 
 
 def _position(action: exp.ColumnDef, columns: list[Column]) -> int:
@@ -268,7 +285,7 @@ def _drop(action: exp.Drop, columns: list[Column], indexes: list[Index]) -> None
         for name in names:
             indexes[:] = [i for i in indexes if i.name.lower() != name.lower() or i.primary]
     else:
-        raise _ActionError(f"`{action.sql('mysql')}` is not followed")
+        raise _ActionError(f"`{action.sql('mysql')}` is not followed", followed=False)
 
 
 def _without(index: Index, column: str) -> Index:
@@ -304,7 +321,7 @@ def _alter_default(action: exp.AlterColumn, columns: list[Column]) -> None:
         columns[at] = dataclasses.replace(column, default=_default_text(
             constraint.this, column.type.base, column.name))
     else:
-        raise _ActionError(f"`{action.sql('mysql')}` is not followed")
+        raise _ActionError(f"`{action.sql('mysql')}` is not followed", followed=False)
 
 
 def _require_columns(names: tuple[str, ...], columns: list[Column]) -> None:

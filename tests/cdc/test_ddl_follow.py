@@ -105,15 +105,35 @@ def test_a_replayed_ddl_changes_nothing(client: TestClient) -> None:
     assert client.get("/registry/subjects/tidb_shop_items-value/versions").json() == [1, 2, 3]
 
 
-def test_a_ddl_that_cannot_be_applied_is_reported_and_rows_fall_back(
+def test_a_ddl_that_is_not_followed_is_reported_and_rows_fall_back(
         client: TestClient) -> None:
+    partition = "ALTER TABLE items PARTITION BY HASH(id) PARTITIONS 4"
     done = convert(client, [ddl(CREATE, TS), insert({"id": 1, "name": "a"}, TYPES, TS + 1),
-                            ddl("ALTER TABLE items DROP COLUMN nope", TS + 2),
+                            ddl(partition, TS + 2),
                             insert({"id": 2, "name": "b"}, TYPES, TS + 3)])
     reason = done["skipped"][1]["reason"]
-    assert "table `shop`.`items`: cannot apply `ALTER TABLE items DROP COLUMN nope`: column " \
-           "`nope` does not exist" in reason and "definitions they imply" in reason
+    assert f"table `shop`.`items`: cannot apply `{partition}`: Command statements are not " \
+           "followed" in reason and "definitions they imply" in reason
     assert len(done["messages"]) == 2  # the row after it converts on what it implies
+
+
+def test_a_ddl_that_contradicts_the_table_is_an_error_of_its_message(
+        client: TestClient) -> None:
+    """Does not parse, names a column that is not there, drops the key: the message cannot
+    be converted (the bridge stops at it or dead-letters it), nothing of the batch is."""
+    for index, statement in enumerate(["ALTER TABLE items DROP COLUMN nope",
+                                       "ALTER TABLE items ADD COLUMN (",
+                                       "ALTER TABLE items DROP COLUMN id"]):
+        done = client.post("/v1/convert/canal-json", json={"register": True, "messages": [
+            ddl(CREATE, TS), insert({"id": 1, "name": "a"}, TYPES, TS + 1),
+            ddl(statement, TS + 2 + index)]})
+        assert done.status_code == 422, done.text
+        [error] = done.json()["errors"]
+        assert error["message_index"] == 2 and error["code"] == "unapplied_ddl"
+        assert error["message"].startswith(
+            f"message 2: table `shop`.`items`: cannot apply `{statement}`: ")
+        assert error["statement"] == statement
+    assert client.get("/registry/subjects").json() == []
 
 
 def test_rows_with_a_new_column_and_no_ddl_evolve_the_derived_definition(
