@@ -214,8 +214,8 @@ def test_a_topic_with_its_ddl_evolves_without_a_stop(kafka: Broker, tmp_path: Pa
             by_partition[n % PARTITIONS].append(value.encode())
             rows += 1
     produce(kafka, source, by_partition)
-    assert bridge(kafka, source, registry, "--group-id", "g-ddl") == 0
-    got = read_committed(kafka, "tidb_shop_items")
+    assert bridge(kafka, source, registry, "--group-id", "g-ddl", "--topic", "ddl_out") == 0
+    got = read_committed(kafka, "ddl_out")
     assert len(got) == rows
     ids = sorted({int.from_bytes(value[1:5], "big") for _, (_, value) in got if value})
     assert len(ids) == 3  # three value schema versions, each row under its own
@@ -223,7 +223,7 @@ def test_a_topic_with_its_ddl_evolves_without_a_stop(kafka: Broker, tmp_path: Pa
     async def versions() -> list[int]:
         embedded = EmbeddedRegistry(registry)
         try:
-            return await embedded.versions("tidb_shop_items-value")
+            return await embedded.versions("ddl_out-value")
         finally:
             embedded.close()
 
