@@ -201,30 +201,69 @@ def test_a_topic_with_its_ddl_evolves_without_a_stop(kafka: Broker, tmp_path: Pa
     by key; the bridge registers the three versions the DDL defines and converts every row."""
     source, registry = "canal_ddl", tmp_path / "r.sqlite"
     create_topic(kafka, source)
-    by_partition: dict[int, list[bytes]] = defaultdict(list)
-    rows = 0
-    for step, (statement, types) in enumerate([(CREATE, ITEM_TYPES), (ADD_QTY, TYPES_2),
-                                               (ADD_NOTE, TYPES_3)]):
-        ts = TS + step * 1000
-        for partition in range(PARTITIONS):
-            by_partition[partition].append(ddl(statement, ts)["value"].encode())
-        for n in range(9):
-            row = {"id": step * 100 + n, "name": f"r{n}", "qty": n, "note": "z"}
-            value = insert({c: row[c] for c in types}, types, ts + 1 + n)["value"]
-            by_partition[n % PARTITIONS].append(value.encode())
-            rows += 1
+    by_partition, rows = _ddl_topic([(0, True), (1, True), (2, True)])
     produce(kafka, source, by_partition)
     assert bridge(kafka, source, registry, "--group-id", "g-ddl", "--topic", "ddl_out") == 0
     got = read_committed(kafka, "ddl_out")
     assert len(got) == rows
     ids = sorted({int.from_bytes(value[1:5], "big") for _, (_, value) in got if value})
     assert len(ids) == 3  # three value schema versions, each row under its own
+    assert _versions(registry, "ddl_out-value") == [1, 2, 3]
 
+
+def _ddl_topic(steps: list[tuple[int, bool]]) -> tuple[dict[int, list[bytes]], int]:
+    """A Canal-JSON topic of the DDL test's table: for each (step, with_ddl), the step's
+    statement broadcast to every partition (if `with_ddl`), then 9 rows of its shape; and how
+    many rows it holds. Steps: 0 CREATE TABLE, 1 ADD COLUMN qty, 2 ADD COLUMN note."""
+    shapes = [(CREATE, ITEM_TYPES), (ADD_QTY, TYPES_2), (ADD_NOTE, TYPES_3)]
+    by_partition: dict[int, list[bytes]] = defaultdict(list)
+    rows = 0
+    for step, with_ddl in steps:
+        statement, types = shapes[step]
+        ts = TS + step * 1000
+        if with_ddl:
+            for partition in range(PARTITIONS):
+                by_partition[partition].append(ddl(statement, ts)["value"].encode())
+        for n in range(9):
+            row = {"id": step * 100 + n, "name": f"r{n}", "qty": n, "note": "z"}
+            value = insert({c: row[c] for c in types}, types, ts + 1 + n)["value"]
+            by_partition[n % PARTITIONS].append(value.encode())
+            rows += 1
+    return by_partition, rows
+
+
+def _versions(registry: Path, subject: str) -> list[int]:
     async def versions() -> list[int]:
         embedded = EmbeddedRegistry(registry)
         try:
-            return await embedded.versions("ddl_out-value")
+            return await embedded.versions(subject)
         finally:
             embedded.close()
 
-    assert asyncio.run(versions()) == [1, 2, 3]
+    return asyncio.run(versions())
+
+
+def test_a_bridge_started_after_the_alter_derives_the_versions_without_a_stop(
+        kafka: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A first bridge saw the CREATE TABLE and v1's rows; a new one starts at the rows after
+    the first ALTER, never seeing it: rows with `qty` register a version derived from them
+    (qty nullable, said in the log), the next ALTER is not followed (its table is unknown to
+    this bridge) and its rows derive the next version; every row converts, no stop."""
+    registry = tmp_path / "r.sqlite"
+    first, first_rows = _ddl_topic([(0, True)])
+    create_topic(kafka, "canal_late_v1")
+    produce(kafka, "canal_late_v1", first)
+    assert bridge(kafka, "canal_late_v1", registry, "--group-id", "g-late1",
+                  "--topic", "late_out") == 0
+    assert _versions(registry, "late_out-value") == [1]
+    later, later_rows = _ddl_topic([(1, False), (2, True)])
+    create_topic(kafka, "canal_late")
+    produce(kafka, "canal_late", later)
+    capsys.readouterr()
+    assert bridge(kafka, "canal_late", registry, "--group-id", "g-late",
+                  "--topic", "late_out") == 0
+    log = capsys.readouterr().err
+    assert "derived from the rows, no DDL seen: new column(s) `qty`" in log
+    assert "new column(s) `note`" in log
+    assert len(read_committed(kafka, "late_out")) == first_rows + later_rows
+    assert _versions(registry, "late_out-value") == [1, 2, 3]
