@@ -239,3 +239,16 @@ def test_a_keyless_table_is_said_once(client: TestClient) -> None:
         "protocol refuses such a table, so a changefeed would not have written topic "
         "tidb_shop_pairs; registered without a key schema (every message has a null key)"]
     assert convert(client, [keyless_insert({"a": 2, "b": "y", "v": 3}, TS + 1)])["notes"] == []
+
+
+def test_a_unique_key_table_takes_its_key_from_the_create_table(client: TestClient) -> None:
+    create = ("CREATE TABLE pairs (a INT NOT NULL, b VARCHAR(8) NOT NULL, v INT, "
+              "UNIQUE KEY uk (a, b))")
+    done = convert(client, [ddl(create, TS, table="pairs"),
+                            keyless_insert({"a": 1, "b": "x", "v": 2}, TS + 1)])
+    assert done["notes"] == [] and done["messages"][0]["key"] is not None
+    key = client.get("/registry/subjects/tidb_shop_pairs-key/versions/1").json()
+    assert [f["name"] for f in json.loads(key["schema"])["fields"]] == ["a", "b"]
+    decoded = client.post("/v1/decode", json={"messages": [
+        {"key": done["messages"][0]["key"], "value": done["messages"][0]["value"]}]})
+    assert decoded.json()["messages"][0]["key"] == {"a": 1, "b": "x"}
