@@ -5,10 +5,12 @@ pending and skipped events."""
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
+import pytest
 from fastapi.testclient import TestClient
 
 from service.api.convert_models import CONVERT_EXAMPLES
@@ -122,3 +124,41 @@ def test_simple_pending_and_skipped(client: TestClient) -> None:
 def test_unknown_protocol_is_refused(client: TestClient) -> None:
     response = client.post("/v1/convert/avro", json=CANAL)
     assert response.status_code == 422
+
+
+SIMPLE_AVRO = Path(__file__).parents[1] / "cdc" / "golden" / "simple_avro"
+
+
+def _lines(path: Path) -> list[dict[str, str | None]]:
+    return [orjson.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("case", ["seed", "types"])
+def test_simple_avro_converts_to_the_bytes_of_its_json_twin(make_client: ClientFactory,
+                                                            tmp_path: Path, case: str) -> None:
+    """TiCDC's own Simple encoder, both encodings (golden/simple_avro): the same response."""
+    from_json = make_client().post("/v1/convert/simple", json={
+        "messages": _lines(SIMPLE_AVRO / f"{case}.json.ndjson"), "register": True})
+    other = make_client(registry_db_path=str(tmp_path / "avro.sqlite"))
+    from_avro = other.post("/v1/convert/simple", json={
+        "messages": _lines(SIMPLE_AVRO / f"{case}.avro.ndjson"), "encoding": "base64",
+        "register": True})
+    assert from_json.status_code == from_avro.status_code == 200, from_avro.text
+    assert from_avro.json() == from_json.json()
+    assert len(from_avro.json()["messages"]) >= 4
+
+
+def test_simple_avro_bad_bytes_name_the_offset(client: TestClient) -> None:
+    [boot, insert] = [base64.b64decode(m["value"] or "")
+                      for m in _lines(SIMPLE_AVRO / "seed.avro.ndjson")[1:3]]
+    response = client.post("/v1/convert/simple", json={"encoding": "base64", "messages": [
+        {"value": base64.b64encode(boot).decode()},
+        {"value": base64.b64encode(insert[:-4]).decode()}]})
+    assert response.status_code == 422
+    [error] = response.json()["errors"]
+    assert error["message_index"] == 1 and error["part"] == "value"
+    assert error["offset"] == len(insert) - 4
+    assert error["message"] == (
+        f"message 1: not a Simple-protocol Avro message: the value ends at byte "
+        f"{len(insert) - 4}, where a long is due (field `payload/data/age`)")
+    assert error["field"] == "payload/data/age"

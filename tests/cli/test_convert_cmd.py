@@ -145,3 +145,30 @@ def test_key_columns_on_the_command_line(tmp_path: Path) -> None:
                "--key-columns", "shop.pairs=a", source)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["key"] is not None and '"note"' not in done.stderr
+
+
+SIMPLE_AVRO = Path(__file__).parents[1] / "cdc" / "golden" / "simple_avro"
+
+
+def test_simple_avro_lines_in_base64_convert_like_their_json_twins(tmp_path: Path) -> None:
+    """TiCDC's own Simple encoder, both encodings (golden/simple_avro): the same output."""
+    outputs = []
+    for encoding, name in (("utf-8", "types.json.ndjson"), ("base64", "types.avro.ndjson")):
+        done = run("convert", "--protocol", "simple", "--encoding", encoding, "--register",
+                   "--registry-file", str(tmp_path / f"{encoding}.sqlite"),
+                   str(SIMPLE_AVRO / name))
+        assert done.returncode == 0, done.stderr
+        outputs.append((done.stdout, done.stderr))
+    assert outputs[0] == outputs[1]
+    assert [json.loads(x)["op"] for x in outputs[0][0].splitlines()] == [
+        "insert", "update", "delete", "insert", "insert"]
+
+
+def test_simple_avro_bad_bytes_one_line_with_the_offset(tmp_path: Path) -> None:
+    source = _ndjson(tmp_path / "in.ndjson", [{"key": None, "value": "FgYG"}])  # 16 06 06
+    done = run("convert", "--protocol", "simple", "--encoding", "base64", "--registry-file",
+               str(tmp_path / "r.sqlite"), source)
+    assert (done.returncode, done.stdout) == (2, "")
+    [line] = done.stderr.splitlines()
+    assert "message 0: not a Simple-protocol Avro message: the value ends at byte 3, where an " \
+        "int is due (field `payload/version`)" in line

@@ -1,4 +1,5 @@
-"""TiCDC Simple protocol (JSON): BOOTSTRAP/DDL table schemas, DML by schema version, WATERMARK."""
+"""TiCDC Simple protocol, JSON and Avro encodings: BOOTSTRAP/DDL table schemas, DML by schema
+version, WATERMARK."""
 
 from service.cdc.simple.decoder import Decoder
 

@@ -1,10 +1,19 @@
-"""Simple protocol (JSON) column values -> typed values, by the column's TableSchema type.
+"""Simple protocol column values -> typed values, by the column's TableSchema type.
 
 TiCDC writes every value as a JSON string except NULL (``null``) and TIMESTAMP
 (``{"location": zone, "value": "YYYY-MM-DD HH:MM:SS[.f]"}``, the value in that zone):
 integers, YEAR, BIT (its unsigned number), ENUM (1-based index) and SET (bit mask) as decimal
 strings, FLOAT/DOUBLE as decimal text (``1e+06`` in some versions), binary columns as base64.
 Early TiCDC 8 builds wrote numbers as JSON numbers; both spellings are accepted.
+
+The Avro encoding (``encoding-format=avro``) sends each value in a union branch: ``long``
+(integers, YEAR, BIT, ENUM index, SET mask), ``float`` (FLOAT, 32 bits), ``double``,
+``string``, ``bytes`` (binary columns), a ``Timestamp`` record and an ``UnsignedBigint``
+record (BIGINT UNSIGNED). The decoder tags them (`AvroValue`) and `avro_value` gives the value
+the JSON form would have given, by the column's type: BIGINT UNSIGNED, BIT and SET numbers
+above 2^63 arrive as negative 64-bit numbers (2^64-1 as -1) and are made unsigned; a FLOAT is
+its shortest decimal (Go's ``FormatFloat(v, 'f', -1, 32)``, as the JSON form prints it);
+binary values stay bytes.
 """
 
 from __future__ import annotations
@@ -12,14 +21,18 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from service.cdc.errors import MessageFormatError
 from service.core.mysql_types import MySQLType, TypeFamily
 from service.core.table import ColumnType
 
-__all__ = ["typed_value"]
+__all__ = ["typed_value", "AvroValue", "avro_value"]
+
+_U64 = 1 << 64
 
 
 def _integer(value: Any) -> int:
@@ -51,6 +64,8 @@ def _decimal(value: Any) -> str:
 
 
 def _binary(value: Any) -> bytes:
+    if isinstance(value, bytes):  # the Avro encoding's ``bytes``
+        return value
     try:
         return base64.b64decode(_string(value), validate=True)
     except binascii.Error as exc:
@@ -95,3 +110,37 @@ def typed_value(column: str, column_type: ColumnType, value: Any, field: str) ->
             f"column `{column}`: {str(value)[:40]!r} is not a valid "
             f"{column_type.base.value.upper()} value ({exc})", column=column,
             field=field) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class AvroValue:
+    """A ``data``/``old`` value as a Simple-Avro datum held it (`avro_value` finishes it)."""
+
+    value: Any
+
+
+def avro_value(column_type: ColumnType, tagged: AvroValue) -> Any:
+    """The value the JSON form gives for this column, before `typed_value`."""
+    value = tagged.value
+    if isinstance(value, int) and value < 0:
+        family = column_type.family
+        if family in (TypeFamily.BIT, TypeFamily.SET) or (
+                family is TypeFamily.INTEGER and column_type.unsigned):
+            return value + _U64
+    elif isinstance(value, float) and column_type.family is TypeFamily.FLOAT:
+        return _float32_shortest(value)
+    return value
+
+
+def _float32_shortest(value: float) -> float:
+    """The shortest decimal that reads back as the same 32-bit float (as Go writes it)."""
+    if not math.isfinite(value):
+        return value
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        try:
+            if struct.unpack("<f", struct.pack("<f", float(text)))[0] == value:
+                return float(text)
+        except OverflowError:  # rounded past FLT_MAX
+            continue
+    return value
