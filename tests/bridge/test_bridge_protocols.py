@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import random
 import signal
@@ -304,3 +305,28 @@ def test_broker_down_or_unknown_topic_is_one_line_and_exit_2(kafka: Broker,
     assert missing.stderr.strip().splitlines()[-1] == (
         f"flatavro: error [bridge_failed]: the source topic no_such_src does not exist at "
         f"{kafka.bootstrap}")
+
+
+def test_simple_avro_from_ticdc_bridges_to_the_bytes_of_its_json_twin(
+        kafka: Broker, tmp_path: Path) -> None:
+    """TiCDC v8.3.0's own Simple-protocol messages (tests/cdc/golden/simple_avro: the same
+    statements written with encoding-format avro and json) through two bridges: the flat-avro
+    topics hold the same bytes, message for message."""
+    golden = ROOT / "tests" / "cdc" / "golden" / "simple_avro"
+    outputs = {}
+    for encoding in ("avro", "json"):
+        lines = [json.loads(line) for line in
+                 (golden / f"types.{encoding}.ndjson").read_text().splitlines()]
+        values = [base64.b64decode(m["value"]) if encoding == "avro" else m["value"].encode()
+                  for m in lines]
+        source = f"simple_{encoding}"
+        create_topic(kafka, source, 1)
+        produce(kafka, source, {0: [(None, v) for v in values]})
+        registry = tmp_path / f"{encoding}.sqlite"
+        done = subprocess.run(
+            command(Protocol.SIMPLE, kafka, source, registry, f"g-{encoding}", "t",
+                    "--register", "--exit-when-idle", "3", rule=f"simple_out_{encoding}"),
+            capture_output=True, text=True, timeout=180, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs[encoding] = [m for _, m in read_committed(kafka, f"simple_out_{encoding}")]
+    assert outputs["avro"] and outputs["avro"] == outputs["json"]
