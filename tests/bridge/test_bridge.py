@@ -22,6 +22,7 @@ from service.cli.main import main
 from service.codec.convert import ConvertInput
 from service.core.ddl import table_from_ddl
 from service.core.options import SchemaOptions
+from service.registry.canonical import stored_form
 from service.registry.embedded.registry import EmbeddedRegistry
 from tests.cdc.builders import open_protocol_message
 from tests.cdc.conftest import frame_open_protocol
@@ -36,7 +37,9 @@ from tests.cdc.test_ddl_follow import (
     insert,
 )
 from tests.cdc.test_ddl_follow import TYPES as ITEM_TYPES
+from tests.cdc.test_ticdc_ddl_topics import canal_topic
 from tests.conftest import Broker
+from tests.core.test_ticdc_ground_truth import GOLDEN
 
 PARTITIONS = 3
 TYPES = {"items": {"id": "int", "name": "varchar(20)"},
@@ -315,3 +318,34 @@ def test_an_open_protocol_topic_with_its_ddl_evolves_without_a_stop(
                  "--topic", "open_ddl_out"]) == 0
     assert len(read_committed(kafka, "open_ddl_out")) == rows
     assert _versions(registry, "open_ddl_out-value") == [1, 2, 3]
+
+
+@pytest.mark.parametrize("label", ["ext-off_decimal-precise_bigint-long",
+                                   "ext-on_decimal-string_bigint-string"])
+def test_the_versions_a_bridge_registers_are_ticdcs(kafka: Broker, tmp_path: Path,
+                                                     label: str) -> None:
+    """The ground truth's statements (CREATE TABLE, ADD COLUMN qty NOT NULL DEFAULT 7, ADD
+    COLUMN note ... AFTER id) and rows as a Canal-JSON topic through `flatavro bridge
+    --register`: each value version, as stored, is what TiCDC v8.3.0 registered."""
+    source, registry = f"canal_gt_{label.replace('-', '_')}", tmp_path / "r.sqlite"
+    create_topic(kafka, source, 1)
+    produce(kafka, source, {0: [value.encode() for _, value in canal_topic() if value]})
+    options = dict(part.split("-", 1) for part in label.split("_"))
+    flags = [*(["--enable-tidb-extension"] if options["ext"] == "on" else []),
+             "--decimal-handling-mode", options["decimal"],
+             "--bigint-unsigned-handling-mode", options["bigint"]]
+    assert bridge(kafka, source, registry, "--group-id", f"g-{source}", "--topic",
+                  f"{source}_out", *flags) == 0
+    assert len(read_committed(kafka, f"{source}_out")) == 3
+
+    async def stored() -> list[str]:
+        embedded = EmbeddedRegistry(registry)
+        try:
+            return [(await embedded.get_version(f"{source}_out-value", v)).schema
+                    for v in (1, 2, 3)]
+        finally:
+            embedded.close()
+
+    assert asyncio.run(stored()) == [
+        stored_form((GOLDEN / f"{case}.{label}.value.avsc").read_text(encoding="utf-8")).text
+        for case in ("items_v1", "items_v2", "items_v3")]
