@@ -5,6 +5,8 @@
 #                Kafka jars and Apicurio Registry (~140 MB, the tests' third-party registry)
 #                from Maven Central into .cache/jvm (Java 17+ and Maven); make test installs
 #                Debian's chromium when it is missing.
+#   make check   the fast tier: ruff and every test that needs no JVM, broker or browser (the
+#                `spark`/`dev` extras, no jars); make test runs everything.
 #   make dist    dist/flatavro.zip: the Spark job's Python code, for spark-submit --py-files.
 # Each goal first runs deploy/prereqs.sh, which names in one line what the machine lacks.
 PYTHON ?= python3
@@ -18,16 +20,24 @@ SERVICE := $(VENV)/.service-installed
 EXTRAS := $(VENV)/.extras-installed
 JARS := $(JVM_CACHE)/.fetched
 DIST := dist/flatavro.zip
-CHECKS := check-run check-openapi check-dist check-setup check-test check-demo check-bench
+CHECKS := check-run check-openapi check-dist check-setup check-check check-test check-demo \
+	check-bench
 
 # Serial even under -j: a goal's check must finish before its first download starts.
 .NOTPARALLEL:
-.PHONY: run setup test bench demo browser openapi dist clean $(CHECKS)
+.PHONY: run setup check test bench demo browser openapi dist clean $(CHECKS)
 
 run: check-run $(SERVICE)
 	$(BIN)/flatavro serve
 
 setup: check-setup $(EXTRAS) $(JARS)
+
+# The fast tier: tests/conftest.py marks what needs a broker, Spark, Apicurio, a browser or
+# Maven; FLATAVRO_FAST_TIER makes an unmarked test that starts one fail at once.
+check: check-check $(EXTRAS)
+	$(BIN)/ruff check service spark_jobs tests bench deploy
+	FLATAVRO_FAST_TIER=1 $(BIN)/python -m pytest \
+		-m "not kafka and not spark and not apicurio and not browser and not maven"
 
 test: check-test $(EXTRAS) $(JARS) browser
 	$(BIN)/ruff check service spark_jobs tests bench deploy

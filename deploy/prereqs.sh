@@ -1,12 +1,12 @@
 #!/bin/sh
 # Check what a make target needs from this machine before it downloads anything; when
 # something is missing, say so in ONE line (what, and which targets need it) and exit 1.
-#   deploy/prereqs.sh run|openapi|dist|setup|test|demo|bench
+#   deploy/prereqs.sh run|openapi|dist|setup|check|test|demo|bench
 # Every target needs python3 >= 3.11 ($PYTHON, default python3) and, to create .venv, its
 # venv module with pip. Only the Spark and Kafka parts (setup, test, demo, bench) need
 # java 17+ and mvn; test also needs chromium, or apt-get as root to install it.
 # POSIX sh on purpose: it must run on a machine that lacks everything else.
-target=${1:?usage: deploy/prereqs.sh run|openapi|dist|setup|test|demo|bench}
+target=${1:?usage: deploy/prereqs.sh run|openapi|dist|setup|check|test|demo|bench}
 python=${PYTHON:-python3}
 case $0 in */*) here=${0%/*} ;; *) here=. ;; esac  # not dirname: coreutils may be missing too
 root=$(cd "$here/.." && pwd)
@@ -19,7 +19,7 @@ add() {  # $1: what is missing and which targets need it; $2: "not-run" if make 
 }
 
 case $target in
-run|openapi|dist|setup|test|demo|bench) ;;
+run|openapi|dist|setup|check|test|demo|bench) ;;
 *) echo "deploy/prereqs.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 
@@ -55,7 +55,7 @@ esac
 # The compiled reader/writer (service/core/_flatread.c) is optional for the service (it falls
 # back to fastavro and Python), but the suite and the benchmarks measure it.
 case $target in
-test|bench)
+check|test|bench)
     if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
         add "a C compiler (cc; Debian: apt-get install gcc) for service/core/_flatread.c (make test/bench build and measure it)" not-run
     elif command -v "$python" >/dev/null 2>&1 && ! "$python" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then

@@ -19,6 +19,42 @@ import pytest
 from tests.registry.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
+FAST_TIER = "FLATAVRO_FAST_TIER"
+"""Set by `make check`: a test that starts a JVM, a broker or a browser then fails at once,
+naming the marker it lacks (so a new test cannot slip into the fast tier by mistake)."""
+_FIXTURE_MARKS = {"kafka": "kafka", "spark": "spark", "apicurio": "apicurio"}
+_FOLDER_MARKS = {"spark": "spark", "bridge": "kafka"}
+_FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
+               "test_readme_quickstart.py": "apicurio", "test_kafka_settings.py": None}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with the real parts it needs, from its fixtures, folder and file:
+    `kafka` (a broker), `spark` (a Spark session or job), `apicurio` (Apicurio's JVM),
+    `browser` (headless Chromium), `maven` (Maven Central). `make check` runs the rest."""
+    for item in items:
+        path = Path(str(item.fspath))
+        marks = {_FIXTURE_MARKS[f] for f in getattr(item, "fixturenames", ())
+                 if f in _FIXTURE_MARKS}
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("registry") == "apicurio":
+            marks.add("apicurio")
+        if path.name in _FILE_MARKS:
+            marks |= {_FILE_MARKS[path.name]} - {None}
+            if _FILE_MARKS[path.name] is None:
+                marks.discard(_FOLDER_MARKS.get(path.parent.name, ""))
+        elif path.parent.name in _FOLDER_MARKS:
+            marks.add(_FOLDER_MARKS[path.parent.name])
+        for mark in sorted(marks):
+            item.add_marker(mark)
+
+
+def _not_in_fast_tier(part: str, marker: str) -> None:
+    if os.environ.get(FAST_TIER):
+        pytest.fail(f"this test starts {part}, which `make check` does not run: mark it "
+                    f"`{marker}` (tests/conftest.py marks by fixture, folder and file)")
+
+
 KAFKA_SH = ROOT / "deploy" / "kafka" / "kafka.sh"
 APICURIO_SH = ROOT / "deploy" / "apicurio" / "apicurio.sh"
 FLATAVRO = ROOT / ".venv" / "bin" / "flatavro"
@@ -39,6 +75,7 @@ class Broker:
 
     def start(self) -> None:
         """Start (or restart) the broker on its ports and data directory."""
+        _not_in_fast_tier("a Kafka broker", "kafka")
         env = dict(os.environ)
         if self.sasl:
             env.update(KAFKA_SASL_PORT=str(self.sasl_port), KAFKA_SASL_USER=self.sasl[0],
@@ -102,6 +139,7 @@ class Apicurio(ExternalRegistry):
     name = "apicurio"
 
     def __init__(self, data: Path, *, options: str = "") -> None:
+        _not_in_fast_tier("Apicurio Registry", "apicurio")
         super().__init__(data)
         env = {**os.environ, "APICURIO_OPTS": options}
         done = subprocess.run([str(APICURIO_SH), "start", str(data), str(self.port)],
@@ -175,6 +213,7 @@ def flatavro_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flat
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One local[2] Spark session with the Maven-cache jars for the test session."""
+    _not_in_fast_tier("a Spark session", "spark")
     from spark_jobs.session import build_session
 
     session = build_session("flatavro-tests", "local[2]")
