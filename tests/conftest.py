@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.registry.conftest import free_port
+from tests.support.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST_TIER = "FLATAVRO_FAST_TIER"

@@ -27,7 +27,7 @@ from tests.readme_blocks import (
     same_output,
     shell_examples,
 )
-from tests.registry.conftest import free_port
+from tests.support.harness import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

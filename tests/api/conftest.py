@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 ORDERS_DDL = ("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, sku VARCHAR(64) NOT NULL, "
               "price DECIMAL(12,2) NOT NULL, created DATETIME(3), note TEXT)")

@@ -14,7 +14,7 @@ from service.api.settings import Settings
 from tests.api.conftest import KEY, ORDERS_DDL
 from tests.api.test_admin_subjects import VALUE, register
 from tests.api.test_problems import problem
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 
 @pytest.fixture

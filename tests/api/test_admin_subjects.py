@@ -12,7 +12,7 @@ import pytest
 
 from tests.api.conftest import ORDERS_DDL
 from tests.api.test_problems import TOPIC, problem
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 KEY_SUBJECT, VALUE = f"{TOPIC}-key", f"{TOPIC}-value"
 WITH_QTY = ORDERS_DDL.replace("note TEXT", "note TEXT, qty INT")

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from service.api.convert_models import CONVERT_EXAMPLES
 from tests.api.conftest import KEY, ClientFactory
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 CANAL: dict[str, Any] = CONVERT_EXAMPLES["canal-json"]["value"]
 CANAL_MESSAGE = orjson.loads(CANAL["messages"][0]["value"])

@@ -25,7 +25,7 @@ import pytest
 
 from service.api.openapi_file import document, registry_document
 from tests.api.conftest import ORDERS_DDL
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -17,7 +17,7 @@ import pytest
 from service.api.app import create_app
 from service.api.middleware import BodyLimit
 from service.api.settings import Settings
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 LIMIT = 4096
 SMALL_DDL = "CREATE TABLE shop.t (id INT PRIMARY KEY, v VARCHAR(10))"

@@ -20,7 +20,7 @@ from service.api.problems import STATUS, status_of
 from service.api.settings import Settings
 from service.cdc.catalog import Protocol
 from tests.api.conftest import KEY, ORDERS_DDL, ClientFactory
-from tests.registry.conftest import free_port, serving
+from tests.support.harness import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 TAGS = {"schemas", "topics", "codec", "registry-admin", "ops"}

@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from service.core.framing import frame
 from tests.api.conftest import ORDERS_DDL, ClientFactory
-from tests.registry.conftest import free_port, serving
+from tests.support.harness import free_port, serving
 
 TOPIC = "tidb_shop_orders"
 ROW = {"id": 1, "sku": "A-1", "price": "9.90", "created": "2024-03-11 08:51:01.461",

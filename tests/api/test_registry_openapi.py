@@ -30,7 +30,7 @@ from service.api.spec import AuthDoc
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.rest import create_registry_app
 from tests.api.conftest import KEY, ClientFactory
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_KEYS = AuthDoc(keys=False, protect_reads=False)

@@ -11,7 +11,7 @@ import pytest
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 BODY_ENDPOINTS = [
     ("POST", "/v1/schemas/generate"),

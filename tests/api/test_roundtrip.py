@@ -20,7 +20,7 @@ from service.core.schema import generate_schemas
 from service.core.values import RowCodec
 from tests.core.golden.cases import GOLDEN_DIR, OPTION_CASES, TABLES, expected_path
 from tests.core.test_values import EDGE_DDL, EDGE_ROW, EDGE_TABLE, MIN_ROW, PRECISE
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 TOPIC = "tidb_db_edge"
 TSO = 449_522_326_498_394_113

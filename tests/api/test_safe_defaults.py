@@ -15,7 +15,7 @@ import pytest
 
 from service.core.ddl import table_from_ddl
 from tests.cdc.builders import canal_messages
-from tests.registry.conftest import ServedApp, free_port
+from tests.support.harness import ServedApp, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

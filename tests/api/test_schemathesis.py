@@ -16,7 +16,7 @@ from schemathesis.openapi.loaders import from_dict
 from service.api.app import create_app
 from service.api.settings import Settings
 from tests.api.conftest import KEY
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 EXAMPLES_PER_OPERATION = 100  # 17 operations: about a minute on 2 cores
 KEYED_EXAMPLES_PER_OPERATION = 30  # the keyed run: ~15 s more

@@ -18,7 +18,8 @@ from service.api.settings import Settings
 from service.core.framing import frame
 from service.registry.embedded.registry import EmbeddedRegistry
 from tests.api.conftest import ORDERS_DDL
-from tests.registry.conftest import ServedApp, ServedRegistry
+from tests.registry.conftest import ServedRegistry
+from tests.support.harness import ServedApp
 
 TOPIC = "tidb_shop_orders"
 ROW = {"id": 1, "sku": "A-1", "price": "9.90", "created": None, "note": None}

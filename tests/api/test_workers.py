@@ -16,7 +16,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from tests.api.conftest import ORDERS_DDL, ClientFactory
-from tests.registry.conftest import ServedApp
+from tests.support.harness import ServedApp
 
 TOPIC = "tidb_shop_orders"
 WIDER = ORDERS_DDL.replace("note TEXT)", "note TEXT, gift BOOLEAN)")

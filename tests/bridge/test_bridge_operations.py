@@ -34,7 +34,7 @@ from tests.bridge.test_bridge_protocols import (
 )
 from tests.cdc.builders import simple_messages
 from tests.conftest import ROOT, Broker
-from tests.registry.conftest import free_port
+from tests.support.harness import free_port
 
 USER, PASSWORD = "bridge", "bridge-secret-7f3a"
 

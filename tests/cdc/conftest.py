@@ -20,7 +20,7 @@ from service.core.schema import SchemaPair
 from service.core.table import Table
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.tables import TableRegistration, register_table
-from tests.registry.conftest import run
+from tests.support.harness import run
 
 DEFAULT_RULE = "tidb_{schema}_{table}"
 

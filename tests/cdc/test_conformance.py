@@ -19,7 +19,7 @@ from service.core.table import Table
 from tests.cdc import builders
 from tests.cdc.conftest import DEFAULT_RULE, Harness
 from tests.core.test_values import EDGE_DDL, EDGE_ROW, EDGE_TABLE, MIN_ROW
-from tests.registry.conftest import run
+from tests.support.harness import run
 
 OPTIONS = SchemaOptions.from_strings(enable_tidb_extension=True)
 TS = 449_522_326_498_394_113

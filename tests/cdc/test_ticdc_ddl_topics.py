@@ -18,7 +18,7 @@ from tests.cdc.builders import open_protocol_message
 from tests.cdc.conftest import Harness, frame_open_protocol
 from tests.core.golden.cases import OPTION_CASES
 from tests.core.test_ticdc_ground_truth import GOLDEN, STATEMENTS
-from tests.registry.conftest import run
+from tests.support.harness import run
 
 LABELS = [label for label in OPTION_CASES if "_ns-" not in label]
 STEPS = STATEMENTS["items_v3"]  # CREATE TABLE, ADD COLUMN qty, ADD COLUMN note AFTER id

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_schema_cmd import FLATAVRO
-from tests.registry.conftest import free_port
+from tests.support.harness import free_port
 
 
 def serve(registry_path: str) -> subprocess.CompletedProcess[str]:

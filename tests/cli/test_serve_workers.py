@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.cli.test_schema_cmd import FLATAVRO
-from tests.registry.conftest import free_port
+from tests.support.harness import free_port
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/io").exists(),
                                 reason="tells the workers apart by /proc/<pid>/io (Linux)")

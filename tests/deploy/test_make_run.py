@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.deploy.conftest import ROOT, BarePath, make_env
-from tests.registry.conftest import free_port
+from tests.support.harness import free_port
 
 # What the Makefile's recipes for `run` call (make runs them with /bin/sh); never java/mvn.
 TOOLS = ("make", "sh", "bash", "env", "test", "touch", "mkdir", "rm", "cat", "dirname")

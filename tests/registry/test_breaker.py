@@ -21,7 +21,7 @@ from service.registry.errors import (
     RegistryUnavailableError,
     SubjectNotFoundError,
 )
-from tests.registry.conftest import ServedApp, free_port, run, serving
+from tests.support.harness import ServedApp, free_port, run, serving
 
 URL = "http://registry:8081"
 A = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})

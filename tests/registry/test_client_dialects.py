@@ -22,7 +22,7 @@ from service.registry.errors import (
     SubjectConfigNotFoundError,
 )
 from service.registry.model import RegistryMode
-from tests.registry.conftest import run, serving
+from tests.support.harness import run, serving
 
 Answer = tuple[int, Any]
 

@@ -28,7 +28,7 @@ from service.registry.errors import (
     VersionSoftDeletedError,
 )
 from service.registry.model import RegistryMode
-from tests.registry.conftest import run
+from tests.support.harness import run
 
 
 def rec(*fields: dict[str, Any], name: str = "R") -> str:

@@ -12,7 +12,7 @@ from service.registry.canonical import canonical_schema
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.store import RegistryStore, RegistryStoreError
 from service.registry.errors import SchemaNotFoundError
-from tests.registry.conftest import run
+from tests.support.harness import run
 
 
 def _unusable(tmp_path: Path, where: str) -> Path:

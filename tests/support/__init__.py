@@ -1,0 +1,1 @@
+"""Shared test support (no fixtures: importable from any test module)."""
