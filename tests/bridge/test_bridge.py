@@ -20,12 +20,9 @@ from service.api.settings import Settings
 from service.cdc.catalog import Protocol
 from service.cli.main import main
 from service.codec.convert import ConvertInput
-from service.core.ddl import table_from_ddl
 from service.core.options import SchemaOptions
 from service.registry.canonical import stored_form
 from service.registry.embedded.registry import EmbeddedRegistry
-from tests.cdc.builders import open_protocol_message
-from tests.cdc.conftest import frame_open_protocol
 from tests.cdc.test_ddl_follow import (
     ADD_NOTE,
     ADD_QTY,
@@ -37,7 +34,7 @@ from tests.cdc.test_ddl_follow import (
     insert,
 )
 from tests.cdc.test_ddl_follow import TYPES as ITEM_TYPES
-from tests.cdc.test_ticdc_ddl_topics import canal_topic
+from tests.cdc.test_ticdc_ddl_topics import canal_topic, open_topic
 from tests.conftest import Broker
 from tests.core.test_ticdc_ground_truth import GOLDEN
 
@@ -276,48 +273,44 @@ def test_a_bridge_started_after_the_alter_derives_the_versions_without_a_stop(
     assert _versions(registry, "late_out-value") == [1, 2, 3]
 
 
-def test_an_open_protocol_topic_with_its_ddl_evolves_without_a_stop(
+def test_an_open_protocol_topic_with_its_ddl_registers_ticdcs_versions(
         kafka: Broker, tmp_path: Path) -> None:
-    """The same table's CREATE TABLE, two ALTERs and rows as Open Protocol messages (DDL
-    events broadcast to every partition, rows by key): three versions, every row."""
-    def ddl_event(sql: str, ts: int) -> tuple[bytes, bytes]:
-        key, value = frame_open_protocol(
-            [json.dumps({"ts": ts, "scm": "shop", "tbl": "items", "t": 2})],
-            [json.dumps({"q": sql, "t": 3 if sql.startswith("CREATE") else 5})])
-        return base64.b64decode(key), base64.b64decode(value)
-
-    shapes = ["CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20))",
-              "CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20), qty INT NOT NULL)",
-              "CREATE TABLE shop.items (id INT PRIMARY KEY, note VARCHAR(8), name VARCHAR(20), "
-              "qty INT NOT NULL)"]
-    by_partition: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
-    rows = 0
-    for step, statement in enumerate([CREATE, ADD_QTY, ADD_NOTE]):
-        ts = TS + step * 1000
-        for partition in range(PARTITIONS):
-            by_partition[partition].append(ddl_event(statement, ts))
-        table = table_from_ddl(shapes[step])
-        for n in range(6):
-            full = {"id": step * 100 + n, "name": f"r{n}", "qty": n, "note": "z"}
-            row = {c.name: full[c.name] for c in table.columns}
-            key, value = open_protocol_message(table, [("insert", row, None, ts + 1 + n)])
-            by_partition[n % PARTITIONS].append((base64.b64decode(key),
-                                                 base64.b64decode(value)))
-            rows += 1
+    """The ground truth's CREATE TABLE, two ALTERs and a row after each as Open Protocol
+    messages (each DDL event broadcast to every partition, as TiCDC does) through `flatavro
+    bridge --register`: every row converted, and the three value versions, as stored, are what
+    TiCDC v8.3.0 registered."""
     source, registry = "open_ddl", tmp_path / "r.sqlite"
     create_topic(kafka, source)
     producer = Producer({"bootstrap.servers": kafka.bootstrap})
-    for partition, messages in by_partition.items():
-        for key, value in messages:
-            producer.produce(source, key=key, value=value, partition=partition)
+    for key, value in open_topic():
+        assert key is not None and value is not None
+        is_ddl = b'"t": 2' in base64.b64decode(key)
+        for partition in (range(PARTITIONS) if is_ddl else [0]):
+            producer.produce(source, key=base64.b64decode(key), value=base64.b64decode(value),
+                             partition=partition)
     assert producer.flush(30) == 0
     assert main(["bridge", "--protocol", "open-protocol", "--source-topic", source,
                  "--bootstrap-servers", kafka.bootstrap, "--registry-file", str(registry),
                  "--register", "--create-topics", "--exit-when-idle", "3",
                  "--instance-id", "test", "--group-id", "g-open-ddl",
                  "--topic", "open_ddl_out"]) == 0
-    assert len(read_committed(kafka, "open_ddl_out")) == rows
-    assert _versions(registry, "open_ddl_out-value") == [1, 2, 3]
+    assert len(read_committed(kafka, "open_ddl_out")) == 3
+    assert _stored(registry, "open_ddl_out-value") == [
+        stored_form((GOLDEN / f"{case}.ext-off_decimal-precise_bigint-long.value.avsc")
+                    .read_text(encoding="utf-8")).text
+        for case in ("items_v1", "items_v2", "items_v3")]
+
+
+def _stored(registry: Path, subject: str) -> list[str]:
+    async def stored() -> list[str]:
+        embedded = EmbeddedRegistry(registry)
+        try:
+            return [(await embedded.get_version(subject, v)).schema
+                    for v in await embedded.versions(subject)]
+        finally:
+            embedded.close()
+
+    return asyncio.run(stored())
 
 
 @pytest.mark.parametrize("label", ["ext-off_decimal-precise_bigint-long",
