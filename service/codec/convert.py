@@ -36,7 +36,7 @@ from service.core.naming import SubjectKind, parse_topic_rule, subject_for
 from service.core.options import SchemaOptions
 from service.core.record_codec import RecordCodec
 from service.core.record_schema import record_layout
-from service.core.schema import SchemaPair, generate_schemas
+from service.core.schema import EXTENSION_FIELDS, SchemaPair, generate_schemas
 from service.core.table import Table
 from service.registry.errors import SubjectNotFoundError
 from service.registry.model import RegisteredSchema
@@ -52,8 +52,7 @@ class Registrar(typing.Protocol):
                  pair: SchemaPair | None = None) -> Awaitable[TableRegistration]: ...
 
 
-_EXTENSION_FIELDS = frozenset({"_tidb_op", "_tidb_commit_ts", "_tidb_commit_physical_time"})
-"""The TiDB extension's value fields, after the columns (docs/flat-avro.md)."""
+_EXTENSION_FIELDS = frozenset(f["name"] for f in EXTENSION_FIELDS)
 
 _FOLLOWS_DDL = frozenset({Protocol.CANAL_JSON, Protocol.OPEN_PROTOCOL})
 """Protocols whose topics carry DDL statements that the converter follows (`TableTracker`);
