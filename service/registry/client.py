@@ -92,6 +92,7 @@ class HttpSchemaRegistry:
 
     def __init__(self, config: RegistryClientConfig,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._config = config
         self._transport = RegistryTransport(config, transport)
         self._request = self._transport.request
         self._by_id = LRU(config.cache_size)
