@@ -31,6 +31,8 @@ __all__ = ["TableTracker", "Followed", "HISTORY"]
 HISTORY = 32
 """Versions kept per table, for rows read again after their table changed."""
 
+_NO_MESSAGE = "a DDL event produces no flat-avro message"
+
 
 @dataclass(frozen=True, slots=True)
 class Followed:
@@ -77,23 +79,23 @@ class TableTracker:
             InvalidTableError, ...: the statement makes a table that is not valid.
         """
         if not event.query or not event.schema:
-            return "a DDL event produces no flat-avro message"
+            return _NO_MESSAGE
         name = (event.schema, event.table or "")
         followed = self._latest(name)
         if followed is not None and event.commit_ts <= followed.commit_ts:
-            return "a DDL event produces no flat-avro message (already applied)"
+            return f"{_NO_MESSAGE} (already applied)"
         current = None if followed is None else followed.definition.exact_table
         try:
             outcome = apply_ddl(current, event.query, schema=event.schema, table=event.table)
         except UnfollowedDDLError as exc:
             self._tables.pop(name, None)
-            return (f"a DDL event produces no flat-avro message; {exc.message}; rows of the "
-                    "table now use the definitions they imply")
+            return f"{_NO_MESSAGE}; {exc.message}; rows of the table now use the definitions " \
+                "they imply"
         if outcome.change is DDLChange.DROPPED:
             self._tables.pop(name, None)
-            return "a DDL event produces no flat-avro message; the table is dropped"
+            return f"{_NO_MESSAGE}; the table is dropped"
         if outcome.table is None:  # a statement that changes nothing, of a table not followed
-            return "a DDL event produces no flat-avro message"
+            return _NO_MESSAGE
         if outcome.renamed_from is not None:
             self._tables.pop(outcome.renamed_from, None)
             self._tables.pop(name, None)
@@ -102,10 +104,9 @@ class TableTracker:
         previous = self._latest(key)
         if outcome.change is DDLChange.UNCHANGED and previous is not None:
             self._add(key, Followed(previous.definition, event.commit_ts))
-            return "a DDL event produces no flat-avro message; the Avro schema is unchanged"
+            return f"{_NO_MESSAGE}; the Avro schema is unchanged"
         definition = dataclasses.replace(
             TableDefinition.of_table(table, f"the {outcome.change.value} DDL event's "
                                             "statement"), version=event.commit_ts)
         self._add(key, Followed(definition, event.commit_ts))
-        return (f"a DDL event produces no flat-avro message; the table's definition follows "
-                f"it ({outcome.change.value})")
+        return f"{_NO_MESSAGE}; the table's definition follows it ({outcome.change.value})"

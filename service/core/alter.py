@@ -311,15 +311,9 @@ def _alter_default(action: exp.AlterColumn, columns: list[Column]) -> None:
     column = columns[at]
     if action.args.get("drop"):
         columns[at] = dataclasses.replace(column, default=None)
-    elif action.args.get("default") is not None:
-        # The default as CREATE TABLE reads it: a one-column definition with this default.
-        probe = sqlglot.parse_one(
-            f"CREATE TABLE _t (_c INT DEFAULT {action.args['default'].sql('mysql')})",
-            read="mysql")
-        definition = probe.this.expressions[0]
-        constraint = definition.constraints[0].kind
+    elif action.args.get("default") is not None:  # read as CREATE TABLE reads a DEFAULT
         columns[at] = dataclasses.replace(column, default=_default_text(
-            constraint.this, column.type.base, column.name))
+            action.args["default"], column.type.base, column.name))
     else:
         raise _ActionError(f"`{action.sql('mysql')}` is not followed", followed=False)
 
