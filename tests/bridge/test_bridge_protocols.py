@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from service.api.runtime import Runtime
@@ -195,14 +202,22 @@ def test_sigkill_at_random_moments_then_restart(kafka: Broker, tmp_path: Path) -
 
 
 def produced(broker: Broker, topic: str) -> int:
-    """How many records `topic` holds, committed or not (0 before it exists)."""
+    """How many records `topic` holds, committed or not (0 before it exists, and while a
+    partition the bridge just created has no leader yet: nothing can be in it)."""
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
     try:
         metadata = consumer.list_topics(topic, 10).topics[topic]
-        if metadata.error is not None:
+        if metadata.error is not None or any(
+                p.leader < 0 for p in metadata.partitions.values()):
             return 0
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
-                   for p in metadata.partitions)
+        try:
+            return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
+                       for p in metadata.partitions)
+        except KafkaException as exc:
+            if exc.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION,
+                                      KafkaError.LEADER_NOT_AVAILABLE):
+                return 0
+            raise
     finally:
         consumer.close()
 
