@@ -15,14 +15,14 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from service.api.runtime import Runtime
-from service.api.settings import Settings
 from service.cdc.catalog import Protocol
 from service.cli.main import main
 from service.codec.convert import ConvertInput
 from service.core.options import SchemaOptions
 from service.registry.canonical import stored_form
 from service.registry.embedded.registry import EmbeddedRegistry
+from service.usecases.runtime import Runtime
+from service.usecases.settings import RuntimeSettings
 from tests.cdc.test_ddl_follow import (
     ADD_NOTE,
     ADD_QTY,
@@ -118,13 +118,13 @@ def read_committed(broker: Broker, topic: str) -> list[tuple[int, Raw]]:
 def expected(registry: Path, by_partition: dict[int, list[bytes]]) -> dict[str, list[Raw]]:
     """What the converter gives for each source partition's messages, by target topic."""
     async def convert() -> dict[str, list[Raw]]:
-        runtime = Runtime.start(Settings(registry_db_path=str(registry), log_level="WARNING"))
+        runtime = Runtime.start(RuntimeSettings(registry_db_path=str(registry)))
         out: dict[str, list[Raw]] = defaultdict(list)
         try:
             for partition in sorted(by_partition):
                 done = await runtime.converter.convert_raw(Protocol.CANAL_JSON, ConvertInput(
                     [(None, v) for v in by_partition[partition]], "raw",
-                    "tidb_{schema}_{table}", False, SchemaOptions()), may_register=False)
+                    "tidb_{schema}_{table}", False, SchemaOptions()))
                 for m in done.messages:
                     out[m.schemas.topic].append((m.key, m.value))
         finally:

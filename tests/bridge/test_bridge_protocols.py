@@ -31,13 +31,13 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from service.api.runtime import Runtime
-from service.api.settings import Settings
 from service.cdc.catalog import Protocol
 from service.codec.convert import ConvertInput
 from service.core.ddl import table_from_ddl
 from service.core.options import SchemaOptions
 from service.core.table import Table
+from service.usecases.runtime import Runtime
+from service.usecases.settings import RuntimeSettings
 from tests.bridge.test_bridge import by_key, create_topic, read_committed
 from tests.cdc.builders import Change, canal_messages, open_protocol_message, simple_messages
 from tests.conftest import ROOT, Broker
@@ -93,10 +93,10 @@ def produce(broker: Broker, topic: str, by_partition: dict[int, list[Raw]]) -> N
 
 def registered(registry: Path, rule: str = RULE) -> None:
     async def register() -> None:
-        runtime = Runtime.start(Settings(registry_db_path=str(registry), log_level="WARNING"))
+        runtime = Runtime.start(RuntimeSettings(registry_db_path=str(registry)))
         try:
             for table in (ITEMS, USERS):
-                await runtime.register_table(table, SchemaOptions(), rule)
+                await runtime.register_table(table, SchemaOptions(), topic_rule=rule)
         finally:
             await runtime.stop()
 
@@ -106,13 +106,12 @@ def registered(registry: Path, rule: str = RULE) -> None:
 def expected(protocol: Protocol, registry: Path, by_partition: dict[int, list[Raw]],
              rule: str = RULE) -> dict[str, list[Raw]]:
     async def convert() -> dict[str, list[Raw]]:
-        runtime = Runtime.start(Settings(registry_db_path=str(registry), log_level="WARNING"))
+        runtime = Runtime.start(RuntimeSettings(registry_db_path=str(registry)))
         out: dict[str, list[Raw]] = defaultdict(list)
         try:
             for partition in sorted(by_partition):
                 done = await runtime.converter.convert_raw(protocol, ConvertInput(
-                    by_partition[partition], "raw", rule, False, SchemaOptions()),
-                    may_register=False)
+                    by_partition[partition], "raw", rule, False, SchemaOptions()))
                 assert not done.pending
                 for m in done.messages:
                     out[m.schemas.topic].append((m.key, m.value))

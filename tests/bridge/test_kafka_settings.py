@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from service.bridge.bridge import finished_within
+from service.bridge.clients import finished_within
 from service.bridge.errors import KafkaConfigError
 from service.bridge.kafka_settings import kafka_settings, redacted
 

@@ -1,0 +1,89 @@
+"""`Topics`: the topics the broker has and their partition counts; checks the source and
+dead-letter topics at start-up and creates missing target topics when asked to."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from service.bridge.errors import BridgeError
+from service.bridge.health import KafkaHealth
+from service.bridge.log import log
+from service.bridge.options import BridgeOptions
+
+__all__ = ["Topics"]
+
+
+class Topics:
+    """Partition counts by topic, as the broker last listed them (plus the topics made)."""
+
+    def __init__(self, options: BridgeOptions, *, admin: AdminClient,
+                 health: KafkaHealth) -> None:
+        self.options, self.admin, self.health = options, admin, health
+        self.partitions: dict[str, int] = {}
+
+    def start(self) -> None:
+        """List the topics and check the source one and the dead-letter one.
+
+        Raises:
+            BridgeError: the broker does not answer, the source topic does not exist, or the
+                dead-letter topic does not and cannot be created.
+        """
+        self.partitions = self._listed()
+        source = self.options.source_topic
+        if source not in self.partitions:
+            raise BridgeError(f"the source topic {source} does not exist at "
+                              f"{self.options.bootstrap_servers}")
+        if self.options.dead_letter_topic:
+            self.ensure(self.options.dead_letter_topic)
+
+    def ensure(self, topic: str) -> int:
+        """The partition count of `topic`, created (as many partitions as the source) if it
+        does not exist and ``create_topics`` allows it.
+
+        Raises:
+            BridgeError: the topic does not exist and may not or cannot be created.
+        """
+        if topic not in self.partitions:
+            self.partitions = self._listed()
+        if topic not in self.partitions:
+            if not self.options.create_topics:
+                raise BridgeError(f"the target topic {topic} does not exist at "
+                                  f"{self.options.bootstrap_servers}: create it, or pass "
+                                  f"--create-topics")
+            self.partitions[topic] = self._create(topic)
+        return self.partitions[topic]
+
+    def _create(self, topic: str) -> int:
+        count = self.partitions[self.options.source_topic]
+        future = self.admin.create_topics([NewTopic(topic, count)])[topic]
+        try:
+            future.result(self.options.start_timeout)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise BridgeError(f"cannot create topic {topic}: "
+                                  f"{exc.args[0].str()}") from exc
+        log(f"created topic {topic} with {count} partition(s)")
+        return count
+
+    def _listed(self) -> dict[str, int]:
+        """The broker's topics, tried each second for ``start_timeout`` (an authentication
+        failure stops at once, not at the end)."""
+        deadline = time.monotonic() + self.options.start_timeout
+        while True:
+            try:
+                metadata = self.admin.list_topics(
+                    timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+                break
+            except KafkaException as exc:
+                self.admin.poll(0)  # serve error_cb: authentication, TLS, ...
+                self.health.raise_fatal()
+                if time.monotonic() >= deadline:
+                    raise BridgeError(
+                        f"the Kafka broker at {self.options.bootstrap_servers} does not "
+                        f"answer within {self.options.start_timeout:g} s "
+                        f"({exc.args[0].str()})") from exc
+        return {name: len(t.partitions) for name, t in metadata.topics.items()
+                if t.error is None}

@@ -1,0 +1,145 @@
+"""`Bridge` composing its parts, with fake Kafka clients and a scripted converter: a poll
+converted and committed, a held partition retried then dead-lettered or stopped at, a bad
+message stopping after what came before it is committed, a revoked partition forgotten."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from confluent_kafka import Message, TopicPartition
+
+from service.bridge.bridge import Bridge
+from service.bridge.errors import BridgeStopped
+from service.codec.convert import Converted, MessageProblem, Unconvertible
+from service.core.errors import InvalidInputError
+from tests.bridge.unit.fakes import (
+    SOURCE,
+    Clock,
+    FakeAdmin,
+    FakeConsumer,
+    FakeConverter,
+    FakeProducer,
+    answer,
+    clients,
+    options,
+    record,
+)
+
+
+def message(partition: int, offset: int, value: bytes) -> Message:
+    return Message(topic=SOURCE, partition=partition, offset=offset, key=None, value=value)
+
+
+def bridge(converter: FakeConverter | None = None, *, consumer: FakeConsumer | None = None,
+           clock: Clock | None = None, **overrides: Any) -> tuple[Bridge, FakeProducer]:
+    producer = FakeProducer()
+    made = Bridge(options(**overrides), converter or FakeConverter(),
+                  clock=clock or Clock(),
+                  clients=clients(FakeAdmin({SOURCE: 2, "out": 2, "dlt": 2}),
+                                  consumer or FakeConsumer(assigned=[0, 1]), producer))
+    return made, producer
+
+
+def committed_offsets(producer: FakeProducer) -> list[list[tuple[str, int, int]]]:
+    return [call[0] for call in producer.named("send_offsets_to_transaction")]
+
+
+def test_a_run_converts_commits_and_exits_when_idle(capsys: pytest.CaptureFixture[str]) -> None:
+    consumer = FakeConsumer(assigned=[0, 1], polls=[[
+        message(0, 0, b"ok"), message(1, 0, b"skip"), message(0, 1, b"ok")]])
+    made, producer = bridge(consumer=consumer, exit_when_idle=0.0)
+    asyncio.run(made.run(threading.Event()))
+    assert producer.named("init_transactions") == [(15.0,)]
+    assert [c[0] for c in producer.named("produce")] == ["out", "out"]
+    assert committed_offsets(producer) == [[(SOURCE, 0, 2), (SOURCE, 1, 1)]]
+    assert producer.named("commit_transaction") == [(60.0,)]
+    assert made.progress.totals == {"converted": 2, "dead-lettered": 0, "skipped": 1}
+    assert consumer.closed and "idle for 0 s: exiting" in capsys.readouterr().err
+
+
+def test_a_held_partition_is_retried_then_its_first_message_dead_lettered() -> None:
+    clock = Clock(100.0)
+    converter = FakeConverter()
+    made, producer = bridge(converter, clock=clock, dead_letter_topic="dlt",
+                            pending_timeout=2.0)
+    fresh = [record(0, 0), record(0, 1, b"pending"), record(0, 2)]
+    assert asyncio.run(made._process(fresh)) == 1  # offset 0 committed, 1 and 2 held
+    assert made.queues.held_since == {0: (1, 100.0)} and made.queues.pending == 2
+    assert asyncio.run(made._process([])) == 0  # converted once more: still held
+    assert asyncio.run(made._process([])) == 0  # unchanged: not converted again
+    assert len(converter.calls) == 2
+    clock.now = 102.0
+    assert asyncio.run(made._process([])) == 2  # overdue: 1 set aside, 2 converted
+    made._finish()
+    assert converter.calls[-1] == [b"ok"]
+    assert committed_offsets(producer) == [[(SOURCE, 0, 1)], [(SOURCE, 0, 3)]]
+    [dead] = [c for c in producer.named("produce") if c[0] == "dlt"]
+    assert dead[1]["value"] == b"pending" and (
+        "flatavro.reason", "its table schema did not arrive within --pending-timeout 2 s"
+    ) in dead[1]["headers"]
+    assert made.queues.pending == 0 and made.progress.totals["dead-lettered"] == 1
+
+
+def test_a_partition_held_too_long_without_a_dead_letter_topic_stops_the_bridge() -> None:
+    clock = Clock(100.0)
+    made, _producer = bridge(clock=clock, pending_timeout=2.0)
+    asyncio.run(made._process([record(0, 4, b"pending")]))
+    clock.now = 102.5
+    with pytest.raises(BridgeStopped, match=r"^partition 0 offset 4: its table schema did not "
+                                            r"arrive within --pending-timeout 2 s \(pass "
+                                            r"--dead-letter-topic to set such messages "
+                                            r"aside\)$"):
+        asyncio.run(made._process([]))
+
+
+def test_a_bad_message_stops_after_committing_what_came_before_it() -> None:
+    made, producer = bridge()
+    fresh = [record(0, 0), record(0, 1), record(0, 2, b"bad"), record(0, 3), record(1, 0)]
+    with pytest.raises(BridgeStopped, match=r"^partition 0 offset 2: bad value; everything "
+                                            r"before it is committed"):
+        asyncio.run(made._process(fresh))
+    assert committed_offsets(producer) == [[(SOURCE, 0, 2), (SOURCE, 1, 1)]]
+    assert producer.named("commit_transaction") and made.transaction.in_flight is None
+
+
+def test_a_stop_names_the_last_bad_message_found_while_cutting_back() -> None:
+    class Later(FakeConverter):
+        """``late`` is unconvertible only in a batch without a ``bad`` one (found later)."""
+
+        async def attempt(self, protocol: Any, request: Any
+                          ) -> Converted | Unconvertible:
+            values = [v for _, v in request.messages]
+            self.calls.append(values)
+            if b"bad" not in values and b"late" in values:
+                return Unconvertible(tuple(MessageProblem(i, InvalidInputError("late one"))
+                                           for i, v in enumerate(values) if v == b"late"))
+            return answer([b"ok" if v == b"late" else v for v in values])
+
+    converter = Later()
+    made, producer = bridge(converter)
+    with pytest.raises(BridgeStopped, match=r"^partition 0 offset 1: late one;"):
+        asyncio.run(made._process([record(0, 0), record(0, 1, b"late"), record(0, 2),
+                                   record(0, 3, b"bad")]))
+    assert converter.calls == [[b"ok", b"late", b"ok", b"bad"], [b"ok", b"late", b"ok"],
+                               [b"ok"]]
+    assert committed_offsets(producer) == [[(SOURCE, 0, 1)]]
+
+
+def test_bad_messages_go_to_the_dead_letter_topic_with_a_dead_letter_topic() -> None:
+    made, producer = bridge(dead_letter_topic="dlt")
+    assert asyncio.run(made._process([record(1, 5, b"bad"), record(1, 6)])) == 2
+    made._finish()
+    assert [c[0] for c in producer.named("produce")] == ["out", "dlt"]
+    assert committed_offsets(producer) == [[(SOURCE, 1, 7)]]
+
+
+def test_revoked_partitions_finish_the_commit_in_flight_and_are_forgotten() -> None:
+    made, producer = bridge(dead_letter_topic="dlt")
+    asyncio.run(made._process([record(0, 0), record(0, 1, b"pending"), record(1, 0)]))
+    assert made.transaction.in_flight is not None
+    made._revoked(made.clients.consumer, [TopicPartition(SOURCE, 0)])
+    assert made.transaction.in_flight is None and made.progress.totals["converted"] == 2
+    assert made.queues.pending == 0 and made.queues.held_since == {}

@@ -1,0 +1,56 @@
+"""`Topics`: the start-up checks of the source and dead-letter topics, target topics made
+when asked to."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError
+
+from service.bridge.errors import BridgeError
+from service.bridge.health import KafkaHealth
+from service.bridge.topics import Topics
+from tests.bridge.unit.fakes import FakeAdmin, kafka_exception, options
+
+
+def topics(admin: FakeAdmin, **overrides: object) -> Topics:
+    opts = options(**overrides)
+    return Topics(opts, admin=admin, health=KafkaHealth(opts))
+
+
+def test_the_source_topic_must_exist() -> None:
+    with pytest.raises(BridgeError, match=r"^the source topic src does not exist at "
+                                          r"broker:9092$"):
+        topics(FakeAdmin({"other": 1})).start()
+
+
+def test_a_broker_that_does_not_answer_stops_the_start() -> None:
+    with pytest.raises(BridgeError, match=r"^the Kafka broker at broker:9092 does not answer "
+                                          r"within 0.2 s"):
+        topics(FakeAdmin(down=True), start_timeout=0.2).start()
+
+
+def test_a_missing_target_topic_is_refused_or_created_like_the_source(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    admin = FakeAdmin({"src": 3, "there": 1})
+    refusing = topics(admin)
+    refusing.start()
+    assert refusing.ensure("there") == 1
+    with pytest.raises(BridgeError, match=r"^the target topic new does not exist at "
+                                          r"broker:9092: create it, or pass --create-topics$"):
+        refusing.ensure("new")
+    creating = topics(admin, create_topics=True, dead_letter_topic="dlt")
+    creating.start()
+    assert admin.created == [("dlt", 3)]
+    assert creating.ensure("new") == 3 and creating.ensure("new") == 3
+    assert admin.created == [("dlt", 3), ("new", 3)]
+    assert "created topic new with 3 partition(s)" in capsys.readouterr().err
+
+
+def test_a_topic_made_meanwhile_is_fine_and_another_failure_is_named() -> None:
+    admin = FakeAdmin({"src": 2}, create_error=kafka_exception(KafkaError.TOPIC_ALREADY_EXISTS))
+    made = topics(admin, create_topics=True)
+    made.start()
+    assert made.ensure("raced") == 2
+    admin.create_error = kafka_exception(KafkaError.POLICY_VIOLATION)
+    with pytest.raises(BridgeError, match=r"^cannot create topic other: "):
+        made.ensure("other")
