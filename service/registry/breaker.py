@@ -86,18 +86,19 @@ class Breaker:
         """What a refused call raises: since when the registry is unreachable, until when calls
         fail at once; `retry_after` is the seconds until the next probe (at least 1)."""
         now = self._clock()
-        since = self._wall(self._since if self._since is not None else now)
+        to_wall = time.time() - now  # one reading: `since` and `until` keep their distance
+        since = _wall(self._since if self._since is not None else now, to_wall)
         until = self._until if self._until is not None else now
-        when = (f"calls fail at once until {self._wall(until)}, when one call probes it again"
-                if until > now else "one call is probing it now")
+        when = (f"calls fail at once until {_wall(until, to_wall)}, when one call probes it "
+                "again" if until > now else "one call is probing it now")
         return RegistryUnavailableError(
             f"schema registry at {self._url} is unreachable ({self._reason}) since {since}; "
             f"{when}", retry_after=max(1, math.ceil(until - now)), url=self._url,
             reason=self._reason, breaker=self.state, unreachable_since=since,
-            open_until=self._wall(until))
+            open_until=_wall(until, to_wall))
 
-    def _wall(self, moment: float) -> str:
-        """A clock reading as UTC wall time, ISO 8601 to the millisecond."""
-        stamp = time.time() + moment - self._clock()
-        return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="milliseconds") \
-            .replace("+00:00", "Z")
+
+def _wall(moment: float, to_wall: float) -> str:
+    """A clock reading as UTC wall time (`to_wall` seconds later), ISO 8601 to the millisecond."""
+    return datetime.fromtimestamp(moment + to_wall, UTC).isoformat(timespec="milliseconds") \
+        .replace("+00:00", "Z")

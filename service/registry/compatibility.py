@@ -2,7 +2,7 @@
 
 The verdict is the Apache `avro` package's checker (the rules Confluent's Java checker applies)
 with one correction: the names of records, enums and fixed are compared as Java Avro compares
-them (`_names_match`), not as the Python package does. To say *which* column broke and how, the
+them (`avro_checker`), not as the Python package does. To say *which* column broke and how, the
 check is repeated field by field with the same checker, so each incompatibility carries its type,
 JSON-pointer location, the version compared and a sentence that names the column.
 """
@@ -20,19 +20,12 @@ from dataclasses import dataclass
 import avro.errors
 import avro.schema
 from avro.compatibility import (
-    CompatibleResult,
-    ReaderWriterCompatibilityChecker,
     SchemaCompatibilityResult,
     SchemaCompatibilityType,
-    SchemaIncompatibilityType,
-    SchemaType,
-    check_fixed_size,
-    check_reader_enum_contains_writer_enum,
-    incompatible,
     lookup_writer_field,
-    merge,
 )
 
+from service.registry.avro_checker import JavaNameChecker, names_match
 from service.registry.errors import InvalidSchemaError
 
 __all__ = [
@@ -119,6 +112,7 @@ def parse_avro(text: str) -> avro.schema.Schema:
 def check_compatibility(
     new: str,
     registered: Sequence[tuple[int, str]],
+    *,
     level: CompatibilityLevel,
 ) -> CompatibilityVerdict:
     """Check `new` against registered versions as a registry would on registration.
@@ -149,86 +143,32 @@ def check_compatibility(
     return CompatibilityVerdict(not found, tuple(found))
 
 
-def _names_match(reader: avro.schema.NamedSchema, writer: avro.schema.NamedSchema) -> bool:
-    """Whether a reader's record, enum or fixed may read the writer's: Java Avro's rule.
-
-    Java's ``SchemaCompatibility.schemaNameEquals`` (1.11 and 1.12): the unqualified names are
-    equal (``getName()``: the namespaces are not compared), or the writer's full name is one of
-    the reader's aliases, each qualified by the *reader's* namespace (``Schema.getAliases()``).
-    The Python package looks the writer's full name up in the aliases as written, so an alias
-    without a dot (``"User"`` in namespace ``com.acme``) never matched, and neither did any
-    alias of a stored schema in its own namespace: Java's ``Schema.toString()``, the registry's
-    stored form, writes ``com.acme.User`` as ``"User"`` there.
-    """
-    return (reader.fullname.rpartition(".")[2] == writer.fullname.rpartition(".")[2]
-            or writer.fullname in _java_aliases(reader))
-
-
-def _java_aliases(schema: avro.schema.NamedSchema) -> set[str]:
-    """A named schema's aliases as Java Avro's ``getAliases()`` returns them (1.12)."""
-    aliases = schema.props.get("aliases")
-    if not isinstance(aliases, list):
-        return set()
-    space = schema.fullname.rpartition(".")[0] or None
-    out: set[str] = set()
-    for alias in aliases:
-        if not isinstance(alias, str):
-            continue
-        given, dot, short = alias.rpartition(".")
-        own = (given or None) if dot else space  # Schema.Name(alias, the schema's namespace)
-        if own is None and space is not None:
-            out.add("." + short)  # 1.12: an alias put in the null namespace (".User") never
-            continue  # matches (1.11 matched it with a writer "User" in the null namespace)
-        out.add(f"{own}.{short}" if own else short)
-    return out
-
-
-class _Checker(ReaderWriterCompatibilityChecker):
-    """Apache avro's reader/writer checker, with Java's name rule for records, enums, fixed."""
-
-    _NAMED = frozenset({SchemaType.RECORD, SchemaType.ENUM, SchemaType.FIXED})
-
-    def calculate_compatibility(
-        self, reader: avro.schema.Schema, writer: avro.schema.Schema, location: list[str],
-    ) -> SchemaCompatibilityResult:
-        if reader.type != writer.type or reader.type not in self._NAMED:
-            return super().calculate_compatibility(reader, writer, location)
-        # avro's own steps for these three types, its schema_name_equals replaced
-        result = CompatibleResult
-        if not _names_match(reader, writer):
-            result = incompatible(SchemaIncompatibilityType.name_mismatch,
-                                  f"expected: {writer.fullname}", location + ["name"])
-        if reader.type == SchemaType.FIXED:
-            return merge(result, check_fixed_size(reader, writer, location))
-        if reader.type == SchemaType.ENUM:
-            return merge(result, check_reader_enum_contains_writer_enum(reader, writer, location))
-        return merge(result, self.check_reader_writer_record_fields(reader, writer, location))
-
-
 def _explain(
     *, reader: avro.schema.Schema, writer: avro.schema.Schema, version: int, direction: str
 ) -> list[Incompatibility]:
-    verdict = _Checker().get_compatibility(reader, writer)
+    verdict = JavaNameChecker().get_compatibility(reader, writer)
     if verdict.compatibility is SchemaCompatibilityType.compatible:
         return []
     details: list[Incompatibility] = []
     record = avro.schema.RecordSchema
     if isinstance(reader, record) and isinstance(writer, record):
-        details = _record_details(reader, writer, version, direction)
+        details = _record_details(reader, writer, version=version, direction=direction)
     if not details:  # not a record pair, or a shape the field walk does not cover
-        details = _from_result(verdict, version, direction, field=None)
+        details = _from_result(verdict, version=version, direction=direction, field=None)
     return details
 
 
 def _record_details(
-    reader: avro.schema.RecordSchema, writer: avro.schema.RecordSchema, version: int,
+    reader: avro.schema.RecordSchema, writer: avro.schema.RecordSchema, *, version: int,
     direction: str,
 ) -> list[Incompatibility]:
+    """A record pair's incompatibilities field by field, each naming its column."""
     out: list[Incompatibility] = []
-    if not _names_match(reader, writer):
+    if not names_match(reader, writer):
         out.append(Incompatibility(
             "NAME_MISMATCH", "/name",
-            f"record name changed from {_old_new(direction, writer.fullname, reader.fullname)}",
+            "record name changed from "
+            + _old_new(direction, writer=writer.fullname, reader=reader.fullname),
             version, direction, f"expected: {writer.fullname}"))
     for i, field in enumerate(reader.fields):
         location = f"/fields/{i}"
@@ -237,20 +177,22 @@ def _record_details(
             if not field.has_default:
                 out.append(Incompatibility(
                     "READER_FIELD_MISSING_DEFAULT_VALUE", location,
-                    _missing_default_message(field.name, version, direction), version, direction,
-                    field.name))
+                    _missing_default_message(field.name, version=version, direction=direction),
+                    version, direction, field.name))
             continue
-        result = _Checker().get_compatibility(
+        result = JavaNameChecker().get_compatibility(
             field.type, other.type, "type", ["/", "fields", str(i)])
         if result.compatibility is SchemaCompatibilityType.incompatible:
-            out.extend(_from_result(result, version, direction, field=(field, other)))
+            out.extend(_from_result(result, version=version, direction=direction,
+                                    field=(field, other)))
     return out
 
 
 def _from_result(
-    result: SchemaCompatibilityResult, version: int, direction: str,
+    result: SchemaCompatibilityResult, *, version: int, direction: str,
     field: tuple[avro.schema.Field, avro.schema.Field] | None,
 ) -> list[Incompatibility]:
+    """Avro's result as incompatibilities, one per kind; `field` names the column."""
     kinds = sorted({k.name.upper() for k in result.incompatibilities})
     # avro's merge unions an incompatible result's locations with a compatible one's "/" (a
     # renamed enum: {"/", "/name"}); the root is where it broke only when nothing deeper is named
@@ -295,7 +237,7 @@ def _consequence(version: int, direction: str) -> str:
     return f"readers of version {version} cannot read data written with the new schema"
 
 
-def _missing_default_message(name: str, version: int, direction: str) -> str:
+def _missing_default_message(name: str, *, version: int, direction: str) -> str:
     if direction == "new_reads_old":
         return (f"column `{name}` is new and has no default; readers of the new schema cannot "
                 f"read data written with version {version}, which lacks it")
@@ -303,6 +245,6 @@ def _missing_default_message(name: str, version: int, direction: str) -> str:
             f"default; readers of version {version} cannot read the new data")
 
 
-def _old_new(direction: str, writer: str, reader: str) -> str:
+def _old_new(direction: str, *, writer: str, reader: str) -> str:
     old, new = (writer, reader) if direction == "new_reads_old" else (reader, writer)
     return f"{old} to {new}"

@@ -45,34 +45,51 @@ class RegistryError(ServiceError):
 
 
 class SubjectNotFoundError(RegistryError):
+    """The subject holds no version (none, or only soft-deleted ones where those do not
+    count): 40401."""
+
     code, registry_code = "subject_not_found", 40401
 
 
 class VersionNotFoundError(RegistryError):
+    """The subject has no such version: 40402."""
+
     code, registry_code = "version_not_found", 40402
 
 
 class SchemaNotFoundError(RegistryError):
+    """No schema has the id, or the subject holds no version of the schema: 40403."""
+
     code, registry_code = "schema_not_found", 40403
 
 
 class SubjectSoftDeletedError(RegistryError):
+    """A soft delete of a subject already soft-deleted: 40404."""
+
     code, registry_code = "subject_soft_deleted", 40404
 
 
 class SubjectNotSoftDeletedError(RegistryError):
+    """A permanent delete of a subject not soft-deleted first: 40405."""
+
     code, registry_code = "subject_not_soft_deleted", 40405
 
 
 class VersionSoftDeletedError(RegistryError):
+    """A soft delete of a version already soft-deleted: 40406."""
+
     code, registry_code = "version_soft_deleted", 40406
 
 
 class VersionNotSoftDeletedError(RegistryError):
+    """A permanent delete of a version not soft-deleted first: 40407."""
+
     code, registry_code = "version_not_soft_deleted", 40407
 
 
 class SubjectConfigNotFoundError(RegistryError):
+    """The subject has no compatibility level of its own: 40408."""
+
     code, registry_code = "subject_config_not_found", 40408
 
 
@@ -90,18 +107,26 @@ class InvalidSchemaError(RegistryError, InvalidInputError):
 
 
 class InvalidVersionError(RegistryError, InvalidInputError):
+    """A version that is neither 1..2^31-1 nor ``latest`` / ``-1``: 42202."""
+
     code, registry_code = "invalid_version", 42202
 
 
 class InvalidCompatibilityLevelError(RegistryError, InvalidInputError):
+    """A compatibility level that is not one of Confluent's seven: 42203."""
+
     code, registry_code = "invalid_compatibility_level", 42203
 
 
 class SubjectModeNotFoundError(RegistryError):
+    """The subject has no mode of its own: 40409."""
+
     code, registry_code = "subject_mode_not_found", 40409
 
 
 class InvalidModeError(RegistryError, InvalidInputError):
+    """A mode that is not READWRITE, READONLY or IMPORT: 42204."""
+
     code, registry_code = "invalid_mode", 42204
 
 
@@ -112,10 +137,14 @@ class OperationNotPermittedError(RegistryError):
 
 
 class ReadOnlyModeError(OperationNotPermittedError):
+    """A write refused because the subject (or the registry) is in READONLY mode: 42205."""
+
     code = "registry_read_only"
 
 
 class InvalidSubjectError(RegistryError, InvalidInputError):
+    """An empty subject, or one with control characters: 42208."""
+
     code, registry_code = "invalid_subject", 42208
 
 

@@ -66,7 +66,7 @@ class SchemaRegistry(Protocol):
         while the subject (or, global, the registry) is READONLY, as Confluent refuses it."""
         ...
 
-    async def check_compatibility(self, subject: str, schema: str,
+    async def check_compatibility(self, subject: str, schema: str, *,
                                   version: VersionSpec | None = None) -> CompatibilityVerdict:
         """What registering `schema` would meet (`version` None), or the check against one
         version; never registers anything."""

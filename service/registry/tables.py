@@ -7,6 +7,7 @@ are checked before anything is registered, so a refusal never leaves half a tabl
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -67,8 +68,8 @@ class TableRegistration:
     value: RegisteredSchema
 
 
-async def check_table(registry: SchemaRegistry, table: Table, options: SchemaOptions,
-                      topic_rule: str, *, pair: SchemaPair | None = None) -> TableCheck:
+async def check_table(registry: SchemaRegistry, table: Table, *, options: SchemaOptions,
+                      topic_rule: str, pair: SchemaPair | None = None) -> TableCheck:
     """Check a table's schemas against the registry without registering anything (`pair`:
     schemas to use instead of the table's generated ones, e.g. a version evolved from rows;
     the table then only names the topic).
@@ -89,13 +90,15 @@ async def check_table(registry: SchemaRegistry, table: Table, options: SchemaOpt
         text = json.dumps(schema, ensure_ascii=False)
         registered = await _live_versions(registry, subject)
         if registered:
-            _require_same_table(subject, table, schema, registered[-1][1])
-        verdicts.append(await _verdict(registry, subject, kind, text, registered))
+            _require_same_table(subject, table, schema=schema,
+                                registered_text=registered[-1][1])
+        verdicts.append(await _verdict(registry, subject, kind=kind, text=text,
+                                       registered=registered))
     return TableCheck(topic, all(v.compatible for v in verdicts), tuple(verdicts))
 
 
-async def register_table(registry: SchemaRegistry, table: Table, options: SchemaOptions,
-                         topic_rule: str, *, pair: SchemaPair | None = None
+async def register_table(registry: SchemaRegistry, table: Table, *, options: SchemaOptions,
+                         topic_rule: str, pair: SchemaPair | None = None
                          ) -> TableRegistration:
     """Register a table's key and value schemas (or `pair`, as for `check_table`) under its
     topic, after checking both.
@@ -105,7 +108,8 @@ async def register_table(registry: SchemaRegistry, table: Table, options: Schema
             incompatibility); nothing is registered then.
         TopicBindingError, InvalidTopicRuleError: as for `check_table`.
     """
-    check = await check_table(registry, table, options, topic_rule, pair=pair)
+    check = await check_table(registry, table, options=options, topic_rule=topic_rule,
+                              pair=pair)
     if not check.compatible:
         reasons = [i for v in check.subjects for i in v.incompatibilities]
         raise IncompatibleSchemaError(
@@ -121,6 +125,7 @@ async def register_table(registry: SchemaRegistry, table: Table, options: Schema
 
 
 async def _live_versions(registry: SchemaRegistry, subject: str) -> list[tuple[int, str]]:
+    """The subject's live versions as (version, schema text), oldest first ([] if none)."""
     try:
         numbers = await registry.versions(subject)
     except SubjectNotFoundError:
@@ -128,7 +133,7 @@ async def _live_versions(registry: SchemaRegistry, subject: str) -> list[tuple[i
     return [(n, (await registry.get_version(subject, n)).schema) for n in numbers]
 
 
-async def _verdict(registry: SchemaRegistry, subject: str, kind: SubjectKind, text: str,
+async def _verdict(registry: SchemaRegistry, subject: str, *, kind: SubjectKind, text: str,
                    registered: list[tuple[int, str]]) -> SubjectVerdict:
     """Both checks must pass: the registry's (it decides what it stores) and flatavro's own
     (Apache avro at the subject's level), so a registry that enforces a level differently
@@ -136,11 +141,12 @@ async def _verdict(registry: SchemaRegistry, subject: str, kind: SubjectKind, te
     check names the columns; the registry's words stand only when it alone refuses."""
     level = await registry.get_compatibility(subject, default_to_global=True)
     # Seconds of CPU for a wide table: off the event loop, so the service keeps answering.
-    local = await anyio.to_thread.run_sync(check_compatibility, text, registered, level)
+    local = await anyio.to_thread.run_sync(functools.partial(
+        check_compatibility, text, registered, level=level))
     # Against the latest version unless the level is transitive: Confluent's check without a
     # version does the same, while Apicurio 2.6's compares every version whatever the level.
     remote = await registry.check_compatibility(
-        subject, text, None if level.transitive else "latest")
+        subject, text, version=None if level.transitive else "latest")
     reasons = local.incompatibilities
     if not remote.compatible and not reasons:
         reasons = remote.incompatibilities
@@ -149,8 +155,9 @@ async def _verdict(registry: SchemaRegistry, subject: str, kind: SubjectKind, te
                           reasons if not compatible else ())
 
 
-def _require_same_table(subject: str, table: Table, schema: dict[str, Any],
+def _require_same_table(subject: str, table: Table, *, schema: dict[str, Any],
                         registered_text: str) -> None:
+    """Refuse a table whose record full name differs from the one the subject holds."""
     registered = json.loads(registered_text)
     have = _full_name(registered)
     want = _full_name(schema)

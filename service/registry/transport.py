@@ -17,6 +17,7 @@ import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -30,7 +31,7 @@ from service.registry.errors import (
     RegistryUnsupportedError,
 )
 
-__all__ = ["RegistryClientConfig", "RegistryTransport"]
+__all__ = ["RegistryClientConfig", "RegistryTransport", "path_part", "query_flag"]
 
 _RETRY_STATUSES = frozenset({408, 429})
 _GATEWAY_DOWN = frozenset({502, 503, 504})
@@ -132,14 +133,14 @@ class RegistryTransport:
             probe = self.breaker.admit()  # raises at once while the breaker is open
             try:
                 response = await self._attempt(
-                    probe, method, path, json=json, params=params,
+                    method, path, probe=probe, json=json, params=params,
                     timeout=self._config.timeout if timeout is None else timeout)
             except RegistryUnavailableError as exc:
                 failure: RegistryError = exc
             else:
                 if response.status_code < 400:
                     return response.json() if response.content else None
-                failure = self._error_of(response, method, path)
+                failure = self._error_of(response, method=method, path=path)
                 if isinstance(failure, RegistryUnsupportedError) or (
                         response.status_code not in _RETRY_STATUSES
                         and response.status_code < 500):
@@ -152,7 +153,7 @@ class RegistryTransport:
             await asyncio.sleep(pause)
             delay = min(delay * 2, self._config.backoff_max)
 
-    async def _attempt(self, probe: bool, method: str, path: str, **send: Any
+    async def _attempt(self, method: str, path: str, *, probe: bool, **send: Any
                        ) -> httpx.Response:
         """One request, its outcome told to the breaker (`probe`: it is the breaker's probe).
 
@@ -184,7 +185,9 @@ class RegistryTransport:
         url = httpx.URL(self._config.url)
         return str(url.copy_with(username=None, password=None))
 
-    def _error_of(self, response: httpx.Response, method: str, path: str) -> RegistryError:
+    def _error_of(self, response: httpx.Response, *, method: str, path: str
+                  ) -> RegistryError:
+        """The registry error an error answer means (its ``error_code``, else its status)."""
         status = response.status_code
         try:
             body = response.json()
@@ -210,6 +213,16 @@ class RegistryTransport:
             cls = RegistryServerError if response.status_code >= 500 else RegistryError
         return cls(f"schema registry answered {response.status_code} ({code}): {message}",
                    registry_status=response.status_code, error_code=code)
+
+
+def path_part(name: str) -> str:
+    """A subject (or other name) quoted as one path segment: ``/`` too is escaped."""
+    return quote(name, safe="")
+
+
+def query_flag(flag: bool) -> str:
+    """A boolean query parameter as Confluent reads it."""
+    return "true" if flag else "false"
 
 
 def _reason(exc: httpx.TransportError) -> str:

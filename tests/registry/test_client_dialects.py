@@ -113,8 +113,8 @@ def test_a_check_of_a_new_subject_is_compatible_and_reasons_come_from_reason() -
 
     async def work(sr: HttpSchemaRegistry) -> Any:
         return (await sr.check_compatibility("new", schema),
-                await sr.check_compatibility("new", schema, "latest"),
-                await sr.check_compatibility("old", schema, "latest"))
+                await sr.check_compatibility("new", schema, version="latest"),
+                await sr.check_compatibility("old", schema, version="latest"))
 
     (new, new_latest, old), _ = with_client({
         "POST /compatibility/subjects/new/versions": NO_ARTIFACT,

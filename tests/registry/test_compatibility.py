@@ -25,7 +25,7 @@ S = {name: json.dumps(schema) for name, schema in PAIRS["schemas"].items()}
 def test_compatible_reader_writer_pairs(pair: dict[str, str]) -> None:
     # BACKWARD: the new schema (reader) reads what version 1 (writer) wrote.
     verdict = check_compatibility(S[pair["reader"]], [(1, S[pair["writer"]])],
-                                  CompatibilityLevel.BACKWARD)
+                                  level=CompatibilityLevel.BACKWARD)
     assert verdict.compatible, verdict.incompatibilities
 
 
@@ -33,7 +33,7 @@ def test_compatible_reader_writer_pairs(pair: dict[str, str]) -> None:
                          ids=lambda p: f"{p['reader']}<-{p['writer']}")
 def test_incompatible_reader_writer_pairs(pair: dict[str, str]) -> None:
     verdict = check_compatibility(S[pair["reader"]], [(1, S[pair["writer"]])],
-                                  CompatibilityLevel.BACKWARD)
+                                  level=CompatibilityLevel.BACKWARD)
     assert not verdict.compatible
     assert pair["type"] in {i.type for i in verdict.incompatibilities}
     assert all(i.version == 1 for i in verdict.incompatibilities)
@@ -46,13 +46,13 @@ def test_reader_writer_pairs_as_stored(pair: dict[str, str], ok: bool) -> None:
     # The embedded registry checks stored texts: Java's Schema.toString(), which writes names
     # and aliases relative to the namespace ("aliases":["User"] for com.acme.User in com.acme).
     reader, writer = (stored_form(S[pair[side]]).text for side in ("reader", "writer"))
-    verdict = check_compatibility(reader, [(1, writer)], CompatibilityLevel.BACKWARD)
+    verdict = check_compatibility(reader, [(1, writer)], level=CompatibilityLevel.BACKWARD)
     assert verdict.compatible is ok, verdict.incompatibilities
 
 
 def test_renamed_nested_record_is_named_at_its_field() -> None:
     verdict = check_compatibility(S["ACME_ORDER_CUSTOMER"], [(1, S["ACME_ORDER_USER"])],
-                                  CompatibilityLevel.BACKWARD)
+                                  level=CompatibilityLevel.BACKWARD)
     assert [(i.type, i.location, i.detail) for i in verdict.incompatibilities] == [
         ("NAME_MISMATCH", "/fields/0/type/name", "expected: com.acme.User")]
 
@@ -89,12 +89,12 @@ LEVEL_CASES = [
 @pytest.mark.parametrize(("level", "new", "versions", "ok"), LEVEL_CASES)
 def test_levels(level: str, new: str, versions: list[str], ok: bool) -> None:
     registered = list(enumerate(versions, start=1))
-    verdict = check_compatibility(new, registered, CompatibilityLevel(level))
+    verdict = check_compatibility(new, registered, level=CompatibilityLevel(level))
     assert verdict.compatible is ok, verdict.incompatibilities
 
 
 def test_no_registered_version_is_compatible() -> None:
-    assert check_compatibility(SCHEMA3, [], CompatibilityLevel.FULL_TRANSITIVE).compatible
+    assert check_compatibility(SCHEMA3, [], level=CompatibilityLevel.FULL_TRANSITIVE).compatible
 
 
 def flat(ddl: str) -> str:
@@ -104,7 +104,7 @@ def flat(ddl: str) -> str:
 def test_reasons_name_the_column_location_version_and_direction() -> None:
     v1 = flat("CREATE TABLE d.t (id INT PRIMARY KEY, age INT)")
     v2 = flat("CREATE TABLE d.t (id INT PRIMARY KEY, age VARCHAR(3), x INT NOT NULL)")
-    verdict = check_compatibility(v2, [(1, v1)], CompatibilityLevel.FULL)
+    verdict = check_compatibility(v2, [(1, v1)], level=CompatibilityLevel.FULL)
     found = {(i.type, i.location, i.direction) for i in verdict.incompatibilities}
     assert found == {
         ("MISSING_UNION_BRANCH", "/fields/1/type/1", "new_reads_old"),
@@ -119,7 +119,7 @@ def test_reasons_name_the_column_location_version_and_direction() -> None:
 
 def test_transitive_reports_each_version_compared() -> None:
     verdict = check_compatibility(SCHEMA3, [(1, SCHEMA1), (2, SCHEMA1)],
-                                  CompatibilityLevel.BACKWARD_TRANSITIVE)
+                                  level=CompatibilityLevel.BACKWARD_TRANSITIVE)
     assert sorted(i.version for i in verdict.incompatibilities) == [1, 2]
 
 
@@ -127,5 +127,5 @@ def test_transitive_reports_each_version_compared() -> None:
                                   '{"type": "record", "name": "R", "fields": [{"name": "a"}]}'])
 def test_invalid_schemas(text: str) -> None:
     with pytest.raises(InvalidSchemaError) as err:
-        check_compatibility(text, [], CompatibilityLevel.BACKWARD)
+        check_compatibility(text, [], level=CompatibilityLevel.BACKWARD)
     assert err.value.code == "invalid_schema"

@@ -38,7 +38,7 @@ _DESCRIPTIONS = {
 }
 
 
-def incompatibility_messages(verdict: CompatibilityVerdict, level: CompatibilityLevel,
+def incompatibility_messages(verdict: CompatibilityVerdict, *, level: CompatibilityLevel,
                              old_schemas: Mapping[int, str]) -> list[str]:
     """Confluent's verbose ``messages`` for a verdict ([] when compatible).
 
@@ -55,12 +55,13 @@ def incompatibility_messages(verdict: CompatibilityVerdict, level: Compatibility
     new_reads_old = [i for i in found if i.direction == "new_reads_old"]
     old = old_schemas.get(version, "")
     if level.new_reads_old and level.old_reads_new:  # FULL: both ways, schema appended once
-        messages = _worded(old_reads_new, "old", "new", None, "")
-        messages += _worded(new_reads_old, "new", "old", version, old)
+        messages = _worded(old_reads_new, reader="old", writer="new", version=None, old="")
+        messages += _worded(new_reads_old, reader="new", writer="old", version=version,
+                            old=old)
     elif level.old_reads_new:
-        messages = _worded(old_reads_new, "old", "new", version, old)
+        messages = _worded(old_reads_new, reader="old", writer="new", version=version, old=old)
     else:
-        messages = _worded(new_reads_old, "new", "old", version, old)
+        messages = _worded(new_reads_old, reader="new", writer="old", version=version, old=old)
     return [*messages, f"{{validateFields: 'false', compatibility: '{level.value}'}}"]
 
 
@@ -70,11 +71,12 @@ def incompatible_message(subject: str, messages: Sequence[str]) -> str:
             f"\"{subject}\", details: [{', '.join(messages)}]")
 
 
-def _worded(found: Sequence[Incompatibility], reader: str, writer: str, version: int | None,
-            old: str) -> list[str]:
+def _worded(found: Sequence[Incompatibility], *, reader: str, writer: str,
+            version: int | None, old: str) -> list[str]:
+    """The differences, then (with `version`) the old version and its schema text."""
     if not found:
         return []
-    out = [_difference(i, reader, writer) for i in found]
+    out = [_difference(i, reader=reader, writer=writer) for i in found]
     if version is not None:
         out.append(f"{{oldSchemaVersion: {version}}}")
         out.append(f"{{oldSchema: '{old}'}}" if len(old) <= _MAX_SCHEMA_IN_MESSAGE
@@ -82,7 +84,8 @@ def _worded(found: Sequence[Incompatibility], reader: str, writer: str, version:
     return out
 
 
-def _difference(found: Incompatibility, reader: str, writer: str) -> str:
+def _difference(found: Incompatibility, *, reader: str, writer: str) -> str:
+    """One incompatibility as Confluent's ``{errorType:..., description:..., ...}``."""
     template = _DESCRIPTIONS.get(found.type, "")
     description = template.format(path=found.location, reader=reader, writer=writer,
                                   info=found.detail)

@@ -28,10 +28,10 @@ def check_defaults(schema: avro.schema.Schema) -> None:
     Raises:
         InvalidSchemaError: naming the field, its record and its JSON-pointer location.
     """
-    _walk(schema, "", set())
+    _walk(schema, "", seen=set())
 
 
-def _walk(schema: avro.schema.Schema, path: str, seen: set[str]) -> None:
+def _walk(schema: avro.schema.Schema, path: str, *, seen: set[str]) -> None:
     if isinstance(schema, avro.schema.RecordSchema):
         if schema.fullname in seen:
             return
@@ -44,14 +44,14 @@ def _walk(schema: avro.schema.Schema, path: str, seen: set[str]) -> None:
                     f"{json.dumps(field.default)} not a {_text(field.type)} (record "
                     f"{schema.fullname}, at {where}/default)",
                     field=field.name, record=schema.fullname, location=f"{where}/default")
-            _walk(field.type, f"{where}/type", seen)
+            _walk(field.type, f"{where}/type", seen=seen)
     elif isinstance(schema, avro.schema.UnionSchema):
         for i, branch in enumerate(schema.schemas):
-            _walk(branch, f"{path}/{i}", seen)
+            _walk(branch, f"{path}/{i}", seen=seen)
     elif isinstance(schema, avro.schema.ArraySchema):
-        _walk(schema.items, f"{path}/items", seen)
+        _walk(schema.items, f"{path}/items", seen=seen)
     elif isinstance(schema, avro.schema.MapSchema):
-        _walk(schema.values, f"{path}/values", seen)
+        _walk(schema.values, f"{path}/values", seen=seen)
 
 
 def _valid(schema: avro.schema.Schema, value: Any) -> bool:

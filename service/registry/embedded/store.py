@@ -3,8 +3,8 @@
 One connection in WAL mode, guarded by a lock; every write runs in one ``BEGIN IMMEDIATE``
 transaction, so a crash never leaves a half-registered schema. Several processes (``flatavro
 serve --workers N``) share one file: a writer waits up to `BUSY_SECONDS` for another's
-transaction, and `StoreChanges` tells a process when another one committed. A file that cannot
-be used is refused when the store opens, naming the path; a missing directory is never created.
+transaction, and `StoreChanges` tells a process when another one committed. Opening the file
+(`database.open_database`) refuses one that cannot be used, naming the path.
 """
 
 from __future__ import annotations
@@ -12,48 +12,23 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from service.core.errors import Fix, ServiceError
-from service.registry.embedded.migrate import upgrade
+from service.registry.embedded.database import RegistryStoreError, connect, open_database
 from service.registry.errors import RegistryUnavailableError
 
-__all__ = ["BUSY_SECONDS", "RegistryStore", "RegistryStoreError", "StoreChanges", "VersionRow"]
+__all__ = ["BUSY_SECONDS", "GLOBAL", "RegistryStore", "RegistryStoreError", "StoreChanges",
+           "VersionRow"]
 
 BUSY_SECONDS = 30.0
 """How long a write waits for another process's write transaction (SQLite's busy timeout)
 before it is refused as `RegistryUnavailableError`; transactions last milliseconds, except a
 compatibility check redone inside one for a wide table."""
 
-_DDL = """
-CREATE TABLE IF NOT EXISTS schemas (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  canonical TEXT NOT NULL UNIQUE,
-  schema TEXT NOT NULL,
-  schema_type TEXT NOT NULL DEFAULT 'AVRO'
-);
-CREATE TABLE IF NOT EXISTS versions (
-  subject TEXT NOT NULL,
-  version INTEGER NOT NULL,
-  schema_id INTEGER NOT NULL REFERENCES schemas(id),
-  deleted INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (subject, version)
-);
-CREATE INDEX IF NOT EXISTS versions_by_schema ON versions(schema_id);
-CREATE TABLE IF NOT EXISTS config (subject TEXT PRIMARY KEY, level TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS mode (subject TEXT PRIMARY KEY, mode TEXT NOT NULL);
-"""
 GLOBAL = ""
 """The subject key under which global config and mode are stored."""
-
-
-class RegistryStoreError(ServiceError):
-    """The registry's SQLite file cannot be opened, created or written (`path` names it)."""
-
-    code = "registry_store_unavailable"
 
 
 class VersionRow(tuple[int, int, str, bool]):
@@ -63,18 +38,22 @@ class VersionRow(tuple[int, int, str, bool]):
 
     @property
     def version(self) -> int:
+        """The version number."""
         return self[0]
 
     @property
     def schema_id(self) -> int:
+        """The global id of the schema the version holds."""
         return self[1]
 
     @property
     def schema(self) -> str:
+        """The schema text (Java Avro's form)."""
         return self[2]
 
     @property
     def deleted(self) -> bool:
+        """Whether the version is soft-deleted."""
         return self[3]
 
 
@@ -92,11 +71,12 @@ class RegistryStore:
         """
         self._lock = threading.RLock()
         self._path = str(path)
-        self._db = _open(self._path)
+        self._db = open_database(self._path, busy_seconds=BUSY_SECONDS)
         # Reads outside a transaction use a connection of their own: in WAL mode they never
         # wait, even while this process's write connection waits (in a worker thread) for
         # another worker's write lock. A memory database is one connection's, so it shares.
-        self._reader = self._db if self._path == ":memory:" else _connect(self._path)
+        self._reader = self._db if self._path == ":memory:" else \
+            connect(self._path, busy_seconds=BUSY_SECONDS)
         self._reader_lock = threading.Lock() if self._reader is not self._db else self._lock
         self._writing = threading.local()
 
@@ -139,10 +119,12 @@ class RegistryStore:
             self._db.execute("COMMIT")
 
     def schema_id_for(self, canonical: str) -> int | None:
+        """The id of the schema with this identity, None if none has it."""
         rows = self._rows("SELECT id FROM schemas WHERE canonical = ?", (canonical,))
         return None if not rows else int(rows[0][0])
 
-    def insert_schema(self, canonical: str, schema: str, schema_id: int | None = None) -> int:
+    def insert_schema(self, canonical: str, schema: str, *, schema_id: int | None = None
+                      ) -> int:
         """Store a new schema; its id is the next one (AUTOINCREMENT: never one used before,
         even if deleted since) or `schema_id` (IMPORT mode)."""
         with self._lock:
@@ -166,6 +148,7 @@ class RegistryStore:
         return 0 if not rows else int(rows[0][0])
 
     def schema_by_id(self, schema_id: int) -> str | None:
+        """The schema text of an id, None if no schema has it."""
         rows = self._rows("SELECT schema FROM schemas WHERE id = ?", (schema_id,))
         return None if not rows else str(rows[0][0])
 
@@ -177,7 +160,8 @@ class RegistryStore:
             (subject,))
         return [VersionRow((int(r[0]), int(r[1]), str(r[2]), bool(r[3]))) for r in rows]
 
-    def insert_version(self, subject: str, version: int, schema_id: int) -> None:
+    def insert_version(self, subject: str, version: int, *, schema_id: int) -> None:
+        """Add a live version of `subject` holding `schema_id`."""
         with self._lock:
             self._db.execute(
                 "INSERT INTO versions (subject, version, schema_id) VALUES (?, ?, ?)",
@@ -220,7 +204,7 @@ class RegistryStore:
         rows = self._rows(f"SELECT {column} FROM {table} WHERE subject = ?", (subject,))
         return None if not rows else str(rows[0][0])
 
-    def put_setting(self, table: str, subject: str, value: str | None) -> None:
+    def put_setting(self, table: str, subject: str, *, value: str | None) -> None:
         """Store (or with None remove) the config level or mode of `subject`."""
         column = "level" if table == "config" else "mode"
         with self._lock:
@@ -233,55 +217,6 @@ class RegistryStore:
                     (subject, value))
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    """A connection to the file, usable from any thread (each use under a lock), waiting up
-    to `BUSY_SECONDS` for another writer."""
-    try:
-        return sqlite3.connect(path, check_same_thread=False, isolation_level=None,
-                               timeout=BUSY_SECONDS)
-    except sqlite3.Error as exc:
-        raise _unusable(path, str(exc)) from exc
-
-
-def _open(path: str) -> sqlite3.Connection:
-    """Connect, set WAL mode, create the tables and upgrade a file an older flatavro wrote
-    (`upgrade`) in one write transaction, which also proves the file writable; nothing is
-    created when the directory is missing (a mistyped path must not start an empty registry
-    whose ids clash with the real one's)."""
-    if path != ":memory:":
-        _check_directory(path)
-    db = _connect(path)
-    try:
-        _set_wal(db)
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-        db.executescript(f"BEGIN IMMEDIATE;{_DDL}")  # the script leaves it open
-        try:
-            upgrade(db)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-    except sqlite3.Error as exc:
-        db.close()
-        raise _unusable(path, str(exc)) from exc
-    return db
-
-
-def _set_wal(db: sqlite3.Connection) -> None:
-    """Switch to WAL mode, retrying for up to BUSY_SECONDS: on a new file opened by several
-    workers at once SQLite answers "database is locked" at once here, without waiting."""
-    deadline = time.monotonic() + BUSY_SECONDS
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
-
 class StoreChanges:
     """Whether anyone committed to the registry file: SQLite's ``PRAGMA data_version``,
     read on a connection of its own, so every commit counts, this process's and other
@@ -290,7 +225,7 @@ class StoreChanges:
     def __init__(self, path: str | Path) -> None:
         """Watch the (existing) registry file at `path`."""
         self._lock = threading.Lock()
-        self._db = _connect(str(path))
+        self._db = connect(str(path), busy_seconds=BUSY_SECONDS)
 
     def version(self) -> int:
         """A number that differs from the previous answer once a commit happened since."""
@@ -301,24 +236,3 @@ class StoreChanges:
         """Close the watching connection."""
         with self._lock:
             self._db.close()
-
-
-def _check_directory(path: str) -> None:
-    target = Path(path)
-    directory = target.absolute().parent
-    try:
-        if not directory.exists():
-            raise _unusable(path, f"directory {directory} does not exist")
-        if not directory.is_dir():
-            raise _unusable(path, f"{directory} is not a directory")
-        if target.is_dir():
-            raise _unusable(path, "it is a directory")
-    except OSError as exc:  # e.g. a parent directory this user may not search
-        raise _unusable(path, exc.strerror or str(exc)) from exc
-
-
-def _unusable(path: str, why: str) -> RegistryStoreError:
-    absolute = str(Path(path).absolute())
-    shown = path if absolute == path else f"{path} ({absolute})"
-    return RegistryStoreError(f"cannot use the registry file {shown}: {why}", path=absolute,
-                              fix=[Fix.REGISTRY_PATH])

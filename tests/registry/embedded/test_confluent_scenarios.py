@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from service.registry.embedded.registry import EmbeddedRegistry
@@ -65,8 +64,8 @@ def _run(served: ServedRegistry, step: dict[str, Any]) -> None:
     body = step.get("body")
     content = body if isinstance(body, str) else \
         None if body is None else json.dumps(_sent(body))
-    response = httpx.request(step["method"], served.url + step["path"], content=content,
-                             headers=CT, timeout=30)
+    response = served.http.request(step["method"], served.url + step["path"],
+                                   content=content, headers=CT)
     where = f"{step['method']} {step['path']} -> {response.status_code} {response.text[:600]}"
     assert response.status_code == step["status"], where
     if "error_code" in step:

@@ -157,11 +157,11 @@ def test_config_precedence_and_transitive_levels(reg: EmbeddedRegistry) -> None:
 
 def test_check_against_one_version_and_unknown_subjects(reg: EmbeddedRegistry) -> None:
     assert run(reg.check_compatibility("nobody", A_REQ)).compatible
-    assert run(reg.check_compatibility("nobody", A_REQ, "latest")).compatible
+    assert run(reg.check_compatibility("nobody", A_REQ, version="latest")).compatible
     run(reg.register("s", A))
-    assert not run(reg.check_compatibility("s", A_REQ, 1)).compatible
+    assert not run(reg.check_compatibility("s", A_REQ, version=1)).compatible
     with pytest.raises(VersionNotFoundError):
-        run(reg.check_compatibility("s", A_REQ, 7))
+        run(reg.check_compatibility("s", A_REQ, version=7))
 
 
 def test_readonly_mode_refuses_writes(reg: EmbeddedRegistry) -> None:
