@@ -12,8 +12,10 @@ from collections.abc import Iterable
 
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
+from typing_extensions import override
 
-from service.api.problems import ApiKeyError
+from service.api.errors import ApiKeyError
+from service.api.middleware import AsgiCallable
 
 __all__ = ["ApiKeys", "RegistryGuard"]
 
@@ -60,7 +62,7 @@ class ApiKeys:
             raise ApiKeyError("the API key is not valid")
 
 
-class RegistryGuard:
+class RegistryGuard(AsgiCallable):
     """Applies `ApiKeys` to the mounted embedded registry; refusals use Confluent's error
     body (``error_code`` 40101) because Confluent clients talk to it. Besides a Bearer token
     or X-API-Key, it takes HTTP basic auth with the key as the password (any user name), as
@@ -69,7 +71,9 @@ class RegistryGuard:
     def __init__(self, app: ASGIApp, keys: ApiKeys) -> None:
         self.app, self.keys = app, keys
 
+    @override
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse a request that needs a key and has none valid; pass the rest on."""
         if scope["type"] == "http" and self._needs_key(scope):
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
             authorization = headers.get("authorization")

@@ -10,33 +10,38 @@ endpoint, the same way; raw-body endpoints parse with it themselves.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
 from service.api.deps import (
-    _bearer,
-    _header,
+    API_KEY_HEADER,
+    BEARER,
     access_level,
     check_access,
+    get_keys,
     get_runtime,
     require_read,
     require_write,
 )
+from service.api.errors import UnsupportedMediaTypeError
 from service.codec.body import parse_json_body
-from service.codec.errors import UnsupportedMediaTypeError
 
 __all__ = ["CheckedBodyRoute", "media_type", "served_by"]
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Coroutine[Any, Any, Response]])
 
-_SERVABLE = frozenset({get_runtime, require_read, require_write, _bearer, _header})
+_SERVABLE = frozenset({get_runtime, get_keys, require_read, require_write, BEARER,
+                       API_KEY_HEADER})
 """What a `served_by` operation may depend on: the runtime and the API-key checks, which the
 route makes itself (`check_access`)."""
+_SERVED_BY = "served_by"
+"""The endpoint attribute naming its `served_by` handler."""
 
 
-def served_by(handler: Handler) -> Callable[[Handler], Handler]:
+def served_by(handler: Handler) -> Callable[[Endpoint], Endpoint]:
     """Serve the decorated endpoint's requests with `handler(request)`.
 
     FastAPI documents the operation from the endpoint's signature as usual (parameters,
@@ -48,11 +53,12 @@ def served_by(handler: Handler) -> Callable[[Handler], Handler]:
     documents; it must depend on nothing but the runtime and the key checks, and take path
     parameters as plain strings (checked when the route is built).
     """
-    def mark(endpoint: Handler) -> Handler:
-        endpoint.served_by = handler  # type: ignore[attr-defined]
+    def mark(endpoint: Endpoint) -> Endpoint:
+        setattr(endpoint, _SERVED_BY, handler)
         return endpoint
 
     return mark
+
 
 _JSON = "application/json"
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
@@ -62,7 +68,8 @@ class CheckedBodyRoute(APIRoute):
     """An `APIRoute` that checks the Content-Type (and JSON syntax) of request bodies."""
 
     def get_route_handler(self) -> Handler:
-        served = getattr(self.endpoint, "served_by", None)
+        """The handler FastAPI builds (or the `served_by` one), behind the body checks."""
+        served = getattr(self.endpoint, _SERVED_BY, None)
         handler = super().get_route_handler() if served is None else self._served(served)
         documented = (self.openapi_extra or {}).get("requestBody", {}).get("content", {})
         accepted = [_JSON, *(m for m in documented if m != _JSON)]

@@ -1,5 +1,5 @@
-"""FastAPI dependencies: the app's `Runtime` and the API-key checks (as security schemes, so
-the docs page offers an Authorize button)."""
+"""FastAPI dependencies: the app's `Runtime`, its metrics, and the API-key checks (as security
+schemes, so the docs page offers an Authorize button)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,34 @@ from typing import Annotated, Any
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from service.api.runtime import Runtime
+from service.api.auth import ApiKeys
+from service.api.metrics import Metrics
+from service.usecases.runtime import Runtime
 
-__all__ = ["RuntimeDep", "get_runtime", "require_write", "require_read", "may_write",
-           "check_access", "access_level", "runtime_of"]
+__all__ = ["RuntimeDep", "MetricsDep", "get_runtime", "get_metrics", "get_keys", "require_write",
+           "require_read", "may_write", "check_access", "access_level", "runtime_of",
+           "metrics_of", "BEARER", "API_KEY_HEADER", "READ", "WRITE"]
 
-_bearer = HTTPBearer(auto_error=False, description="An API key from FLATAVRO_API_KEYS")
-_header = APIKeyHeader(name="X-API-Key", auto_error=False,
-                       description="An API key from FLATAVRO_API_KEYS")
+BEARER = HTTPBearer(auto_error=False, description="An API key from FLATAVRO_API_KEYS")
+API_KEY_HEADER = APIKeyHeader(name="X-API-Key", auto_error=False,
+                              description="An API key from FLATAVRO_API_KEYS")
 
 
 def runtime_of(request: Request) -> Runtime:
-    """The runtime of the app serving the request."""
+    """The runtime of the app serving the request (registry, resolver, converter)."""
     runtime: Runtime = request.app.state.runtime
     return runtime
+
+
+def metrics_of(request: Request) -> Metrics:
+    """The metrics of the app serving the request."""
+    metrics: Metrics = request.app.state.metrics
+    return metrics
+
+
+def _keys_of(request: Request) -> ApiKeys:
+    keys: ApiKeys = request.app.state.keys
+    return keys
 
 
 async def get_runtime(request: Request) -> Runtime:
@@ -29,43 +43,51 @@ async def get_runtime(request: Request) -> Runtime:
     return runtime_of(request)
 
 
+async def get_metrics(request: Request) -> Metrics:
+    """The metrics of the app serving the request (as a dependency)."""
+    return metrics_of(request)
+
+
+async def get_keys(request: Request) -> ApiKeys:
+    """The API keys of the app serving the request (as a dependency)."""
+    return _keys_of(request)
+
+
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+_KeysDep = Annotated[ApiKeys, Depends(get_keys)]
+_Bearer = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
+_ApiKey = Annotated[str | None, Security(API_KEY_HEADER)]
 
 
-async def require_write(runtime: RuntimeDep,
-                  bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
-                  api_key: Annotated[str | None, Security(_header)]) -> None:
+async def require_write(*, keys: _KeysDep, bearer: _Bearer, api_key: _ApiKey) -> None:
     """Writes need a key when keys are configured."""
-    _enforce(runtime, "write", bearer, api_key)
+    _enforce(keys, "write", bearer=bearer, api_key=api_key)
 
 
-async def require_read(runtime: RuntimeDep,
-                 bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
-                 api_key: Annotated[str | None, Security(_header)]) -> None:
+async def require_read(*, keys: _KeysDep, bearer: _Bearer, api_key: _ApiKey) -> None:
     """Reads need a key only with ``FLATAVRO_PROTECT_READS``."""
-    _enforce(runtime, "read", bearer, api_key)
+    _enforce(keys, "read", bearer=bearer, api_key=api_key)
 
 
-async def may_write(runtime: RuntimeDep,
-                    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
-                    api_key: Annotated[str | None, Security(_header)]) -> bool:
+async def may_write(*, keys: _KeysDep, bearer: _Bearer, api_key: _ApiKey) -> bool:
     """Whether the request may write (for bodies that ask for a write, like register=true)."""
-    return runtime.keys.allows(_authorization(bearer), api_key)
+    return keys.allows(_authorization(bearer), api_key)
 
 
 def _authorization(bearer: HTTPAuthorizationCredentials | None) -> str | None:
     return f"Bearer {bearer.credentials}" if bearer else None
 
 
-def _needs_key(runtime: Runtime, level: str) -> bool:
+def _needs_key(keys: ApiKeys, level: str) -> bool:
     """Whether a ``write`` or ``read`` operation checks a key (reads: with protected reads)."""
-    return level == "write" or runtime.keys.protect_reads
+    return level == "write" or keys.protect_reads
 
 
-def _enforce(runtime: Runtime, level: str, bearer: HTTPAuthorizationCredentials | None,
+def _enforce(keys: ApiKeys, level: str, *, bearer: HTTPAuthorizationCredentials | None,
              api_key: str | None) -> None:
-    if _needs_key(runtime, level):
-        runtime.keys.check(_authorization(bearer), api_key)
+    if _needs_key(keys, level):
+        keys.check(_authorization(bearer), api_key)
 
 
 def access_level(calls: set[Any]) -> str | None:
@@ -80,6 +102,13 @@ async def check_access(request: Request, level: str | None) -> None:
     """The check `require_write` (``write``) or `require_read` (``read``) makes, on the same
     headers read the same way, for routes served without FastAPI's dependency solving
     (`service.api.body_route.served_by`)."""
-    runtime = runtime_of(request)
-    if level is not None and _needs_key(runtime, level):  # headers read only when needed
-        _enforce(runtime, level, await _bearer(request), await _header(request))
+    keys = _keys_of(request)
+    if level is not None and _needs_key(keys, level):  # headers read only when needed
+        _enforce(keys, level, bearer=await BEARER(request),
+                 api_key=await API_KEY_HEADER(request))
+
+
+READ = [Depends(require_read)]
+"""`dependencies=` of an operation that reads (a key only with protected reads)."""
+WRITE = [Depends(require_write)]
+"""`dependencies=` of an operation that writes (a key whenever keys are configured)."""

@@ -21,6 +21,7 @@ class JsonFormatter(logging.Formatter):
     """Formats a record as ``{"ts", "level", "logger", "message", "request_id", ...extra}``."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one JSON line."""
         entry: dict[str, object] = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
                   + f".{int(record.msecs):03d}Z",

@@ -32,10 +32,19 @@ class Metrics:
                                      "Requests refused for bad records or messages",
                                      ["direction"], registry=self.registry)
 
-    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+    def observe_request(self, *, method: str, route: str, status: int, seconds: float
+                        ) -> None:
         """Count one finished request."""
         self.requests.labels(method, route, str(status)).inc()
         self.latency.labels(method, route).observe(seconds)
+
+    def count_registry_call(self, operation: str) -> None:
+        """Count one call of a registry operation."""
+        self.registry_calls.labels(operation).inc()
+
+    def count_cache_hit(self) -> None:
+        """Count one schema lookup the cache answered."""
+        self.cache_hits.inc()
 
     def render(self) -> bytes:
         """The exposition text."""

@@ -9,31 +9,45 @@ from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing_extensions import override
 
+from service.api.errors import BodyTooLargeError
 from service.api.logs import request_id
 from service.api.problems import problem_response
-from service.codec.errors import BodyTooLargeError
 
-__all__ = ["RequestContext", "BodyLimit"]
+__all__ = ["AsgiCallable", "RequestObserver", "RequestContext", "BodyLimit"]
 
 access_log = logging.getLogger("flatavro.access")
+
+
+class AsgiCallable:
+    """The service's own ASGI parts: the server calls one with ``(scope, receive, send)``.
+
+    The signature is the ASGI specification's, so subclasses implement it with
+    ``@override`` (the type checker then holds them to it).
+    """
+
+    __call__: ASGIApp
 
 
 class RequestObserver(Protocol):
     """What counts finished requests (`service.api.metrics.Metrics` and the app's proxy)."""
 
-    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+    def observe_request(self, *, method: str, route: str, status: int, seconds: float
+                        ) -> None:
         """Count one request."""
 
 
-class RequestContext:
+class RequestContext(AsgiCallable):
     """Gives each request an id (``X-Request-ID``, echoed back), logs one access line and
     counts it under its route template (not the raw path: topics would explode cardinality)."""
 
     def __init__(self, app: ASGIApp, *, metrics: RequestObserver) -> None:
         self.app, self.metrics = app, metrics
 
+    @override
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve the request with its id, then count and log it."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -55,7 +69,8 @@ class RequestContext:
         finally:
             seconds = time.perf_counter() - start
             route = _route_of(scope)
-            self.metrics.observe_request(scope["method"], route, status, seconds)
+            self.metrics.observe_request(method=scope["method"], route=route, status=status,
+                                         seconds=seconds)
             access_log.info("request", extra={
                 "method": scope["method"], "path": scope["path"], "route": route,
                 "status": status, "duration_ms": round(seconds * 1000, 3)})
@@ -69,7 +84,7 @@ def _route_of(scope: Scope) -> str:
     return scope.get("root_path") or "unmatched"  # a mount: /registry, /docs/assets
 
 
-class BodyLimit:
+class BodyLimit(AsgiCallable):
     """Refuses bodies over `max_bytes` with 413 problem+json: by ``Content-Length`` up front,
     and for chunked bodies by reading them here, up to the limit and no further; the app then
     gets the whole body at once, so no handler ever sees part of one."""
@@ -77,7 +92,9 @@ class BodyLimit:
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
         self.app, self.max_bytes = app, max_bytes
 
+    @override
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse the request if its body is over the limit, else pass it on whole."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

@@ -19,14 +19,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Match
 
-from service.api.hints import hint_of
-from service.api.readiness import NotReadyError
-from service.codec.errors import (
+from service.api.errors import (
+    ApiKeyError,
     BodyTooLargeError,
-    InvalidRequestError,
+    InternalError,
+    MethodNotAllowedError,
+    RouteNotFoundError,
     UnsupportedMediaTypeError,
     WriteKeyRequiredError,
 )
+from service.api.hints import hint_of
+from service.codec.errors import InvalidRequestError
 from service.core.errors import InvalidInputError, ServiceError
 from service.registry.errors import (
     IncompatibleSchemaError,
@@ -46,29 +49,12 @@ from service.registry.errors import (
     VersionSoftDeletedError,
 )
 from service.registry.tables import TopicBindingError
+from service.usecases.readiness import NotReadyError
 
-__all__ = ["ApiKeyError", "PROBLEM_JSON", "STATUS", "problem_response", "install"]
+__all__ = ["PROBLEM_JSON", "STATUS", "status_of", "problem_response", "install"]
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("flatavro.api")
-
-
-class ApiKeyError(ServiceError):
-    """A request that needs an API key came without a valid one."""
-
-    code = "unauthorized"
-
-
-class _RouteNotFound(ServiceError):
-    code = "not_found"
-
-
-class _MethodNotAllowed(ServiceError):
-    code = "method_not_allowed"
-
-
-class _InternalError(ServiceError):
-    code = "internal_error"
 
 
 STATUS: dict[type[ServiceError], int] = {
@@ -76,7 +62,7 @@ STATUS: dict[type[ServiceError], int] = {
     SubjectNotFoundError: 404, VersionNotFoundError: 404, SchemaNotFoundError: 404,
     SubjectSoftDeletedError: 404, SubjectNotSoftDeletedError: 404,
     VersionSoftDeletedError: 404, VersionNotSoftDeletedError: 404,
-    SubjectConfigNotFoundError: 404, SubjectModeNotFoundError: 404, _RouteNotFound: 404,
+    SubjectConfigNotFoundError: 404, SubjectModeNotFoundError: 404, RouteNotFoundError: 404,
     IncompatibleSchemaError: 409, TopicBindingError: 409,
     RegistryError: 422,  # the registry refused the request (READONLY, ...): a client matter
     RegistryServerError: 502,
@@ -84,7 +70,7 @@ STATUS: dict[type[ServiceError], int] = {
     RegistryAuthError: 502,  # the registry refused the service's own credentials
     RegistryUnavailableError: 503, NotReadyError: 503,
     ApiKeyError: 401, WriteKeyRequiredError: 401,
-    _MethodNotAllowed: 405,
+    MethodNotAllowedError: 405,
     BodyTooLargeError: 413,
     UnsupportedMediaTypeError: 415,
 }
@@ -104,8 +90,8 @@ def _allowed_methods(request: Request) -> str:
 def status_of(error: ServiceError) -> int:
     """The HTTP status of an error (nearest listed class in its MRO)."""
     for cls in type(error).__mro__:
-        if cls in STATUS:
-            return STATUS[cls]  # type: ignore[index]
+        if issubclass(cls, ServiceError) and cls in STATUS:
+            return STATUS[cls]
     return 500
 
 
@@ -158,18 +144,18 @@ def install(app: FastAPI, *, retry_after: int,
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 405:
             allowed = _allowed_methods(request) or (exc.headers or {}).get("Allow", "")
-            error: ServiceError = _MethodNotAllowed(
+            error: ServiceError = MethodNotAllowedError(
                 f"{request.method} is not allowed on {request.url.path}; it takes "
                 f"{allowed or 'other methods'}", allow=allowed)
         elif exc.status_code == 404:
-            error = _RouteNotFound(f"no route {request.method} {request.url.path}")
+            error = RouteNotFoundError(f"no route {request.method} {request.url.path}")
         else:  # a request Starlette could not read: the client's to fix, never "no route"
             error = InvalidRequestError(f"the request is invalid: {exc.detail}")
         return problem_response(request, error, retry_after=retry_after)
 
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.error("unexpected error", exc_info=exc)
-        error = _InternalError("an unexpected error occurred; the service log has the details")
+        error = InternalError("an unexpected error occurred; the service log has the details")
         return problem_response(request, error, retry_after=retry_after)
 
     app.add_exception_handler(ServiceError, service_error)

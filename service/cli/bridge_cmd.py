@@ -9,9 +9,8 @@ import os
 import signal
 import socket
 import threading
+from typing import Any
 
-from service.api.runtime import Runtime
-from service.api.settings import Settings
 from service.cdc.catalog import Protocol
 from service.cli.convert_cmd import (
     add_key_columns_option,
@@ -20,6 +19,8 @@ from service.cli.convert_cmd import (
     registry_settings,
 )
 from service.cli.schema_cmd import add_schema_options, schema_options
+from service.usecases.runtime import Runtime
+from service.usecases.settings import RuntimeSettings
 
 __all__ = ["register"]
 
@@ -56,7 +57,7 @@ def _batch_size(text: str) -> int:
     return value
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: argparse._SubParsersAction[Any]) -> None:
     """Add the ``bridge`` command to the top-level parser."""
     cmd = commands.add_parser("bridge", help="TiCDC topic -> flat-avro topics, continuously "
                               "and exactly once", description=DESCRIPTION,
@@ -97,7 +98,8 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     cmd.set_defaults(handler=_bridge)
 
 
-async def _run(settings: Settings, args: argparse.Namespace, stop: threading.Event) -> None:
+async def _run(settings: RuntimeSettings, args: argparse.Namespace, *,
+               stop: threading.Event) -> None:
     from service.bridge.bridge import Bridge, BridgeOptions
     from service.bridge.kafka_settings import kafka_settings
 
@@ -126,5 +128,5 @@ def _bridge(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    asyncio.run(_run(registry_settings(args), args, stop))
+    asyncio.run(_run(registry_settings(args), args, stop=stop))
     return 0

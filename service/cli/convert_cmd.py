@@ -18,12 +18,12 @@ from typing import Any
 
 import orjson
 
-from service.api.runtime import Runtime
-from service.api.settings import Settings
 from service.cdc.catalog import Protocol
 from service.cli.schema_cmd import add_schema_options, schema_options
 from service.codec.convert import ConvertInput
 from service.core.errors import InvalidInputError
+from service.usecases.runtime import Runtime
+from service.usecases.settings import RuntimeSettings
 
 __all__ = ["register", "add_registry_options", "registry_settings", "add_key_columns_option",
            "key_columns"]
@@ -31,7 +31,7 @@ __all__ = ["register", "add_registry_options", "registry_settings", "add_key_col
 EXIT_PENDING = 3
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: argparse._SubParsersAction[Any]) -> None:
     """Add the ``convert`` command to the top-level parser."""
     cmd = commands.add_parser(
         "convert", help="convert TiCDC Canal-JSON / Open Protocol / Simple messages",
@@ -111,21 +111,22 @@ def _messages(path: str) -> list[tuple[str | None, str | None]]:
     return messages
 
 
-def registry_settings(args: argparse.Namespace) -> Settings:
-    """The settings with the registry the command line names."""
-    overrides: dict[str, Any] = {"log_level": "WARNING"}
+def registry_settings(args: argparse.Namespace) -> RuntimeSettings:
+    """The settings with the registry the command line names (the rest from the
+    ``FLATAVRO_*`` environment)."""
+    overrides: dict[str, Any] = {}
     if args.registry_url:
         overrides["registry_url"] = args.registry_url
     if args.registry_file:
         overrides["registry_db_path"] = args.registry_file
-    return Settings(**overrides)
+    return RuntimeSettings(**overrides)
 
 
-async def _run(settings: Settings, protocol: Protocol, request: ConvertInput
+async def _run(settings: RuntimeSettings, *, protocol: Protocol, request: ConvertInput
                ) -> dict[str, Any]:
     runtime = Runtime.start(settings)
     try:
-        return await runtime.converter.convert(protocol, request, may_register=True)
+        return await runtime.converter.convert(protocol, request)
     finally:
         await runtime.stop()
 
@@ -133,7 +134,8 @@ async def _run(settings: Settings, protocol: Protocol, request: ConvertInput
 def _convert(args: argparse.Namespace) -> int:
     request = ConvertInput(_messages(args.file), args.encoding, args.topic, args.register,
                            schema_options(args), key_columns(args))
-    result = asyncio.run(_run(registry_settings(args), Protocol(args.protocol), request))
+    result = asyncio.run(_run(registry_settings(args), protocol=Protocol(args.protocol),
+                              request=request))
     sys.stdout.buffer.write(b"".join(orjson.dumps(m) + b"\n" for m in result["messages"]))
     for kind in ("skipped", "pending"):
         for entry in result[kind]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -21,7 +22,7 @@ from service.core.table_json import table_from_json_text
 __all__ = ["register", "add_schema_options", "schema_options"]
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: argparse._SubParsersAction[Any]) -> None:
     """Add the ``schema`` command group to the top-level parser."""
     schema = commands.add_parser("schema", help="flat-avro schema generation")
     sub = schema.add_subparsers(dest="schema_command", required=True, metavar="COMMAND",

@@ -17,7 +17,7 @@ APP_FACTORY = "service.api.app:create_app"
 """What each worker process imports and calls (``uvicorn --factory`` takes the same)."""
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``serve`` to the top-level parser."""
     serve = commands.add_parser(
         "serve", help="run the HTTP service",

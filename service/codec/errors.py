@@ -1,15 +1,14 @@
-"""Errors of batch encode/decode: every bad record or message of a batch, reported at once."""
+"""Errors of batch encode/decode/convert: every bad record or message of a batch, reported at
+once, and request bodies that are not the JSON the batch endpoints take."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from service.core.errors import Fix, InvalidInputError, ServiceError
+from service.core.errors import Fix, InvalidInputError
 
-__all__ = ["InvalidRequestError", "InvalidJsonError", "UnsupportedMediaTypeError",
-           "BodyTooLargeError",
-           "InvalidRecordsError",
-           "InvalidMessagesError", "UnconvertibleMessagesError", "WriteKeyRequiredError"]
+__all__ = ["InvalidRequestError", "InvalidJsonError", "InvalidRecordsError",
+           "InvalidMessagesError", "UnconvertibleMessagesError"]
 
 
 class InvalidRequestError(InvalidInputError):
@@ -23,19 +22,6 @@ class InvalidJsonError(InvalidRequestError):
     the character; `line` and `column`, 1-based)."""
 
     code = "invalid_json"
-
-
-class UnsupportedMediaTypeError(ServiceError):
-    """A request body came without a Content-Type this endpoint reads; `accepted` lists them."""
-
-    code = "unsupported_media_type"
-
-
-class BodyTooLargeError(ServiceError):
-    """A request body is over ``FLATAVRO_MAX_BODY_BYTES``; `limit` says how many bytes are
-    accepted."""
-
-    code = "body_too_large"
 
 
 class _BatchError(InvalidInputError):
@@ -74,9 +60,3 @@ class UnconvertibleMessagesError(_BatchError):
     where they apply, `column`, `field` and the byte `offset`. Nothing of the batch is output."""
 
     code, noun = "unconvertible_messages", "messages"
-
-
-class WriteKeyRequiredError(ServiceError):
-    """``register=true`` asks for a registry write without a valid API key."""
-
-    code = "unauthorized"

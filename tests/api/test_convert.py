@@ -13,7 +13,7 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from service.api.convert_models import CONVERT_EXAMPLES
+from service.api.models import CONVERT_EXAMPLES
 from tests.api.conftest import KEY, ClientFactory
 from tests.support.harness import ServedApp
 

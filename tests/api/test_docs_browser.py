@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.api.openapi_file import document, registry_document
+from service.api.docs.openapi_file import document, registry_document
 from tests.api.conftest import ORDERS_DDL
 from tests.support.harness import ServedApp
 

@@ -14,8 +14,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from service.api.app import create_app
-from service.api.openapi_file import DEFAULT_PATH, document, render
-from service.api.problem_examples import EXAMPLES
+from service.api.docs.openapi_file import DEFAULT_PATH, document, render
+from service.api.docs.problem_examples import EXAMPLES
 from service.api.problems import STATUS, status_of
 from service.api.settings import Settings
 from service.cdc.catalog import Protocol

@@ -21,12 +21,13 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.openapi.loaders import from_dict
 
 from service.api.app import create_app
-from service.api.openapi_file import REGISTRY_PATH, registry_document, render
-from service.api.openapi_file import document as service_document
-from service.api.registry_examples import KEY_SUBJECT, OTHER_SUBJECT, SUBJECT
-from service.api.registry_openapi import CONTENT_TYPE, OPERATIONS, TAGS, WRITE, document
+from service.api.docs.openapi_file import REGISTRY_PATH, registry_document, render
+from service.api.docs.openapi_file import document as service_document
+from service.api.docs.registry_examples import KEY_SUBJECT, OTHER_SUBJECT, SUBJECT
+from service.api.docs.registry_openapi import CONTENT_TYPE, TAGS, WRITE, document
+from service.api.docs.registry_operations import OPERATIONS
+from service.api.docs.spec import AuthDoc
 from service.api.settings import Settings
-from service.api.spec import AuthDoc
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.rest import create_registry_app
 from tests.api.conftest import KEY, ClientFactory
@@ -168,7 +169,7 @@ def test_with_a_remote_registry_neither_document_nor_option() -> None:
         "description"]
 
 
-# The story the examples tell (service/api/registry_examples.py), in order: the answer's
+# The story the examples tell (service/api/docs/registry_examples.py), in order: the answer's
 # example name (None: a step of the story whose answer is not an example, expected 200), the
 # request, the request example's name, the query.
 STORY: list[tuple[str | None, str, str, str | None, dict[str, str]]] = [

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from service.api.convert_models import CONVERT_EXAMPLES
+from service.api.models import CONVERT_EXAMPLES
 from service.core.ddl import table_from_ddl
 from tests.cdc.builders import canal_messages
 from tests.cdc.conftest import frame_open_protocol

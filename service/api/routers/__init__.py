@@ -1,1 +1,3 @@
-"""Routers, one per resource; each handler parses, calls one function and returns."""
+"""Routers, one per URL prefix (``/v1/<prefix>/...`` in ``<prefix>.py``; ``ops`` serves
+``/healthz``, ``/readyz``, ``/metrics``); each handler parses, calls one function and
+returns a model."""

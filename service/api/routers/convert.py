@@ -1,7 +1,8 @@
-"""TiCDC protocol conversion: ``POST /v1/convert/{protocol}``."""
+"""``/v1/convert/{protocol}``: TiCDC protocol messages to flat-avro Kafka messages."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 import orjson
@@ -9,13 +10,39 @@ from fastapi import APIRouter, Body, Depends, Path
 from fastapi.responses import Response
 
 from service.api.body_route import CheckedBodyRoute
-from service.api.convert_models import CONVERT_EXAMPLES, ConvertRequest, ConvertResponse
-from service.api.deps import RuntimeDep, may_write, require_read
-from service.api.models import problem
+from service.api.deps import MetricsDep, RuntimeDep, may_write, require_read
+from service.api.docs.route_docs import problem
+from service.api.errors import WriteKeyRequiredError
+from service.api.models import CONVERT_EXAMPLES, ConvertRequest, ConvertResponse
 from service.cdc.catalog import Protocol
+from service.codec.convert import ConvertInput
 
 router = APIRouter(route_class=CheckedBodyRoute,
                    dependencies=[Depends(require_read)], responses=problem(401))
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A convert request as the converter takes it: the protocol and the input."""
+
+    protocol: Protocol
+    request: ConvertInput
+
+
+async def conversion(
+    protocol: Annotated[Protocol, Path(description="The TiCDC protocol of the messages")],
+    body: Annotated[ConvertRequest, Body(openapi_examples=CONVERT_EXAMPLES)], *,
+    write: Annotated[bool, Depends(may_write)],
+) -> Conversion:
+    """The request, parsed; ``register=true`` needs a write key when keys are configured.
+
+    Raises:
+        WriteKeyRequiredError: ``register=true`` without a valid key.
+    """
+    if body.register_ and not write:
+        raise WriteKeyRequiredError("register=true registers schemas: it needs an API key "
+                                    "(Authorization: Bearer <key> or X-API-Key)")
+    return Conversion(protocol, body.to_input())
 
 
 @router.post("/v1/convert/{protocol}", operation_id="convertMessages", tags=["codec"],
@@ -33,11 +60,9 @@ router = APIRouter(route_class=CheckedBodyRoute,
                  "batch converts whole or not at all: 422 lists every message that cannot "
                  "be converted (index, field, column, byte offset)."),
              response_model=ConvertResponse, responses=problem(401, 404, 409, 413, 502, 503))
-async def convert(
-    protocol: Annotated[Protocol, Path(description="The TiCDC protocol of the messages")],
-    body: Annotated[ConvertRequest, Body(openapi_examples=CONVERT_EXAMPLES)],
-    runtime: RuntimeDep, write: Annotated[bool, Depends(may_write)],
-) -> Response:
-    result = await runtime.converter.convert(protocol, body.to_input(), may_register=write)
-    runtime.metrics.records.labels("convert").inc(len(result["messages"]))
+async def convert(*, asked: Annotated[Conversion, Depends(conversion)], runtime: RuntimeDep,
+                  metrics: MetricsDep) -> Response:
+    """Convert the messages (registering missing tables when asked and allowed)."""
+    result = await runtime.converter.convert(asked.protocol, asked.request)
+    metrics.records.labels("convert").inc(len(result["messages"]))
     return Response(orjson.dumps(result), media_type="application/json")

@@ -7,9 +7,9 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from service.api.body_route import CheckedBodyRoute
-from service.api.deps import RuntimeDep
+from service.api.deps import MetricsDep, RuntimeDep
+from service.api.docs.route_docs import problem
 from service.api.metrics import CONTENT_TYPE
-from service.api.models import problem
 
 router = APIRouter(route_class=CheckedBodyRoute,
                    tags=["ops"])
@@ -20,6 +20,7 @@ _OK = b'{"status":"ok"}'
             description="200 while the process serves requests; touches nothing else.",
             responses={200: {"content": {"application/json": {"example": {"status": "ok"}}}}})
 async def healthz() -> Response:
+    """Answer that the process serves requests."""
     return Response(_OK, media_type="application/json")
 
 
@@ -32,6 +33,7 @@ async def healthz() -> Response:
             responses={200: {"content": {"application/json": {"example": {"status": "ok"}}}},
                        **problem(503)})
 async def readyz(runtime: RuntimeDep) -> Response:
+    """Answer once the registry answers (else `NotReadyError`, 503)."""
     await runtime.ready()
     return Response(_OK, media_type="application/json")
 
@@ -40,5 +42,6 @@ async def readyz(runtime: RuntimeDep) -> Response:
             description="Request counts and latencies per route, registry calls, schema "
                         "cache hits, encoded/decoded records and refused batches.",
             responses={200: {"content": {CONTENT_TYPE: {}}}})
-async def metrics(runtime: RuntimeDep) -> Response:
-    return Response(runtime.metrics.render(), media_type=CONTENT_TYPE)
+async def metrics(recorded: MetricsDep) -> Response:
+    """Render the app's metrics in Prometheus' text format."""
+    return Response(recorded.render(), media_type=CONTENT_TYPE)

@@ -77,7 +77,7 @@ def _script_json(value: Any) -> str:
     return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def docs_page(title: str, assets: str, definitions: list[Definition],
+def docs_page(title: str, *, assets: str, definitions: list[Definition],
               parameters: dict[str, Any]) -> str:
     """The page's HTML: Swagger UI from `assets`, showing `definitions` (the first by
     default), configured with Swagger UI `parameters` over FastAPI's defaults."""

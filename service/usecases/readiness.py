@@ -1,4 +1,5 @@
-"""Readiness: whether the registry answers now, and if not, which and why (``/readyz``)."""
+"""Readiness: whether the registry answers now, and if not, which and why (``/readyz``, the
+running `Runtime`'s `ready`)."""
 
 from __future__ import annotations
 

@@ -6,24 +6,24 @@ effective level); the local checker explains it column by column, as `/v1/tables
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import anyio
 import orjson
 
-from service.api.admin_models import (
-    DiffVerdictOut,
-    FieldChangeOut,
-    VersionDiffOut,
-    VersionRefOut,
-)
-from service.api.models import IncompatibilityOut
 from service.core.errors import InvalidInputError
-from service.core.schema_diff import diff_schemas
-from service.registry.compatibility import CompatibilityLevel, check_compatibility
+from service.core.schema_diff import FieldChange, diff_schemas
+from service.registry.compatibility import (
+    CompatibilityLevel,
+    Incompatibility,
+    check_compatibility,
+)
 from service.registry.errors import VersionNotFoundError, VersionSoftDeletedError
 from service.registry.interface import SchemaRegistry
 from service.registry.model import RegisteredSchema
+from service.usecases.subject_overview import VersionRef
 
-__all__ = ["NotAvroSchemaError", "diff_versions"]
+__all__ = ["NotAvroSchemaError", "VersionDiff", "diff_versions"]
 
 
 class NotAvroSchemaError(InvalidInputError):
@@ -33,8 +33,22 @@ class NotAvroSchemaError(InvalidInputError):
     code = "not_avro_schema"
 
 
-async def diff_versions(registry: SchemaRegistry, subject: str, old_spec: str,
-                        new_spec: str) -> VersionDiffOut:
+@dataclass(frozen=True)
+class VersionDiff:
+    """Two versions of a subject compared: the column changes from `old` to `new`, and
+    whether `new` may follow `old` at the subject's effective `level` (every reason if not)."""
+
+    subject: str
+    old: VersionRef
+    new: VersionRef
+    changes: list[FieldChange]
+    level: CompatibilityLevel
+    compatible: bool
+    incompatibilities: tuple[Incompatibility, ...]
+
+
+async def diff_versions(registry: SchemaRegistry, subject: str, *, old_spec: str,
+                        new_spec: str) -> VersionDiff:
     """The changes from version `old_spec` to `new_spec` and whether the registry would
     take the new one after the old one.
 
@@ -44,29 +58,23 @@ async def diff_versions(registry: SchemaRegistry, subject: str, old_spec: str,
         InvalidVersionError: a version number past 2^31-1.
         NotAvroSchemaError: a version holds a schema of another type.
     """
-    old = await _live_version(registry, subject, old_spec, "from")
-    new = await _live_version(registry, subject, new_spec, "to")
+    old = await _live_version(registry, subject, spec=old_spec, field="from")
+    new = await _live_version(registry, subject, spec=new_spec, field="to")
     changes = diff_schemas(_avro_json(old, "from"), _avro_json(new, "to"))
     level = await registry.get_compatibility(subject, default_to_global=True)
-    remote = await registry.check_compatibility(subject, new.schema, old.version)
+    remote = await registry.check_compatibility(subject, new.schema, version=old.version)
     # One version against one: transitivity does not apply (the registry drops it too).
     pairwise = CompatibilityLevel(level.value.removesuffix("_TRANSITIVE"))
-    local = await anyio.to_thread.run_sync(
-        check_compatibility, new.schema, [(old.version, old.schema)], pairwise)
+    local = await anyio.to_thread.run_sync(lambda: check_compatibility(
+        new.schema, [(old.version, old.schema)], level=pairwise))
     reasons = () if remote.compatible else local.incompatibilities or remote.incompatibilities
-    return VersionDiffOut(
-        subject=subject, from_=VersionRefOut(version=old.version, id=old.id),
-        to=VersionRefOut(version=new.version, id=new.id),
-        changes=[FieldChangeOut(change=c.kind.value, column=c.column, before=c.before,
-                                after=c.after, message=c.message) for c in changes],
-        compatibility=DiffVerdictOut(
-            compatibility_level=level, compatible=remote.compatible,
-            incompatibilities=[IncompatibilityOut(
-                type=i.type, location=i.location, message=i.message, version=i.version,
-                direction=i.direction) for i in reasons]))
+    return VersionDiff(
+        subject=subject, old=VersionRef(version=old.version, id=old.id),
+        new=VersionRef(version=new.version, id=new.id), changes=changes, level=level,
+        compatible=remote.compatible, incompatibilities=reasons)
 
 
-async def _live_version(registry: SchemaRegistry, subject: str, spec: str,
+async def _live_version(registry: SchemaRegistry, subject: str, *, spec: str,
                         field: str) -> RegisteredSchema:
     try:
         return await registry.get_version(subject, spec)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.api.models import OptionsModel
+from service.api.models.tables import OptionsModel
 from service.codec.convert import ConvertInput
 
 __all__ = ["ConvertRequest", "ConvertResponse", "CONVERT_EXAMPLES"]

@@ -8,48 +8,85 @@ global pair is read once per request, so the overview costs a few registry calls
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from service.api.admin_models import (
-    LevelSettingOut,
-    ModeSettingOut,
-    SchemaByIdOut,
-    SchemaUseOut,
-    SubjectOut,
-    VersionRefOut,
-)
-from service.api.models import schema_json
 from service.registry.compatibility import CompatibilityLevel
 from service.registry.errors import SubjectNotFoundError
 from service.registry.interface import SchemaRegistry
 from service.registry.model import RegistryMode
 
-__all__ = ["subject_out", "subjects_out", "known_versions", "schema_by_id_out"]
+__all__ = ["VersionRef", "Setting", "SubjectFacts", "SchemaUses", "subject_facts",
+           "all_subject_facts", "known_versions", "schema_uses"]
 
 _CONCURRENT_SUBJECTS = 8
 """Subjects read at once for the overview (a remote registry answers them in parallel)."""
 
+T = TypeVar("T")
 
-async def subject_out(registry: SchemaRegistry, subject: str, *, deleted: bool) -> SubjectOut:
+
+@dataclass(frozen=True)
+class VersionRef:
+    """A version of a subject and the global id of its schema."""
+
+    version: int
+    id: int
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """A level or mode as configured on a subject (None: inherited), and as in effect."""
+
+    configured: T | None
+    effective: T
+
+
+@dataclass(frozen=True)
+class SubjectFacts:
+    """What the registry holds under one subject, and the rules it applies there."""
+
+    subject: str
+    versions: list[int]
+    deleted_versions: list[int]
+    latest: VersionRef | None
+    compatibility: Setting[CompatibilityLevel]
+    mode: Setting[RegistryMode]
+
+
+@dataclass(frozen=True)
+class SchemaUses:
+    """A schema by its global id (the registry's text) and the (subject, version) pairs
+    using it."""
+
+    id: int
+    text: str
+    versions: list[tuple[str, int]]
+
+
+async def subject_facts(registry: SchemaRegistry, subject: str, *, deleted: bool
+                        ) -> SubjectFacts:
     """One subject's versions (soft-deleted ones too with `deleted`), latest, level and mode.
 
     Raises:
         SubjectNotFoundError: no such subject (or, without `deleted`, no live version).
     """
     level, mode = await _globals(registry)
-    return await _facts(registry, subject, deleted, level, mode)
+    return await _facts(registry, subject, deleted=deleted, global_level=level,
+                        global_mode=mode)
 
 
-async def subjects_out(registry: SchemaRegistry, *, deleted: bool) -> list[SubjectOut]:
-    """`subject_out` of every subject, sorted; a subject deleted while the overview is read
+async def all_subject_facts(registry: SchemaRegistry, *, deleted: bool) -> list[SubjectFacts]:
+    """`subject_facts` of every subject, sorted; a subject deleted while the overview is read
     is left out (it is no longer there to show)."""
     names = await registry.subjects(deleted=deleted)
     level, mode = await _globals(registry)
     gate = asyncio.Semaphore(_CONCURRENT_SUBJECTS)
 
-    async def one(name: str) -> SubjectOut | None:
+    async def one(name: str) -> SubjectFacts | None:
         async with gate:
             try:
-                return await _facts(registry, name, deleted, level, mode)
+                return await _facts(registry, name, deleted=deleted, global_level=level,
+                                    global_mode=mode)
             except SubjectNotFoundError:
                 return None
 
@@ -58,7 +95,7 @@ async def subjects_out(registry: SchemaRegistry, *, deleted: bool) -> list[Subje
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
             raise outcome
-    return [o for o in outcomes if isinstance(o, SubjectOut)]
+    return [o for o in outcomes if isinstance(o, SubjectFacts)]
 
 
 async def known_versions(registry: SchemaRegistry, subject: str, *, deleted: bool
@@ -70,8 +107,8 @@ async def known_versions(registry: SchemaRegistry, subject: str, *, deleted: boo
         return []
 
 
-async def schema_by_id_out(registry: SchemaRegistry, schema_id: int, *, deleted: bool
-                           ) -> SchemaByIdOut:
+async def schema_uses(registry: SchemaRegistry, schema_id: int, *, deleted: bool
+                      ) -> SchemaUses:
     """A schema by global id and the (subject, version) pairs using it (soft-deleted ones too
     with `deleted`).
 
@@ -80,27 +117,26 @@ async def schema_by_id_out(registry: SchemaRegistry, schema_id: int, *, deleted:
     """
     text = await registry.schema_by_id(schema_id)
     uses = await registry.uses_of(schema_id, deleted=deleted)
-    return SchemaByIdOut(id=schema_id, schema=schema_json(text), schema_text=text,
-                         versions=[SchemaUseOut(subject=s, version=v) for s, v in uses])
+    return SchemaUses(id=schema_id, text=text, versions=list(uses))
 
 
 async def _globals(registry: SchemaRegistry) -> tuple[CompatibilityLevel, RegistryMode]:
     return await registry.get_compatibility(), await registry.get_mode()
 
 
-async def _facts(registry: SchemaRegistry, subject: str, deleted: bool,
-                 global_level: CompatibilityLevel, global_mode: RegistryMode) -> SubjectOut:
+async def _facts(registry: SchemaRegistry, subject: str, *, deleted: bool,
+                 global_level: CompatibilityLevel, global_mode: RegistryMode) -> SubjectFacts:
     versions = await registry.versions(subject, deleted=deleted)
     live = await known_versions(registry, subject, deleted=False) if deleted else versions
     latest = None
     if live:
         newest = await registry.get_version(subject, live[-1])
-        latest = VersionRefOut(version=newest.version, id=newest.id)
+        latest = VersionRef(version=newest.version, id=newest.id)
     level = await registry.configured_compatibility(subject)
     mode = await registry.configured_mode(subject)
     alive = set(live)
-    return SubjectOut(
+    return SubjectFacts(
         subject=subject, versions=versions,
         deleted_versions=[v for v in versions if v not in alive], latest=latest,
-        compatibility=LevelSettingOut(configured=level, effective=level or global_level),
-        mode=ModeSettingOut(configured=mode, effective=mode or global_mode))
+        compatibility=Setting(configured=level, effective=level or global_level),
+        mode=Setting(configured=mode, effective=mode or global_mode))

@@ -9,8 +9,8 @@ from fastapi import FastAPI, routing
 from fastapi.dependencies.models import Dependant
 
 from service.api.deps import access_level, may_write
-from service.api.models import problem
-from service.api.problem_examples import examples_by_status
+from service.api.docs.problem_examples import examples_by_status
+from service.api.docs.route_docs import problem
 
 __all__ = ["AuthDoc", "dependency_calls", "document_security", "document_body_answers",
            "document_examples"]
@@ -41,7 +41,7 @@ def dependency_calls(dependant: Dependant) -> set[Any]:
     return found
 
 
-def document_security(app: FastAPI, spec: dict[str, Any], auth: AuthDoc) -> None:
+def document_security(app: FastAPI, spec: dict[str, Any], *, auth: AuthDoc) -> None:
     """Keep `security` (and the 401 answer) only on operations that need a key now; drop the
     schemes when no keys are configured."""
     for route in routing.iter_route_contexts(app.routes):  # included routers' routes too
@@ -49,7 +49,7 @@ def document_security(app: FastAPI, spec: dict[str, Any], auth: AuthDoc) -> None
                 or not route.include_in_schema:
             continue
         need = auth.needs(dependency_calls(route.dependant))
-        for method in route.methods:
+        for method in route.methods or ():
             operation = spec["paths"][route.path_format].get(method.lower())
             if operation is None:
                 continue

@@ -13,22 +13,27 @@ import orjson
 from starlette.requests import Request
 
 from service.api import problems
-from service.api.readiness import NotReadyError
+from service.api.errors import (
+    ApiKeyError,
+    BodyTooLargeError,
+    MethodNotAllowedError,
+    RouteNotFoundError,
+    UnsupportedMediaTypeError,
+    WriteKeyRequiredError,
+)
 from service.api.settings import Settings
 from service.codec.errors import (
-    BodyTooLargeError,
     InvalidJsonError,
     InvalidMessagesError,
     InvalidRecordsError,
     InvalidRequestError,
     UnconvertibleMessagesError,
-    UnsupportedMediaTypeError,
-    WriteKeyRequiredError,
 )
 from service.core import errors as core
 from service.core.errors import Fix, InvalidDDLError, ServiceError
 from service.registry import errors as reg
 from service.registry.tables import TopicBindingError
+from service.usecases.readiness import NotReadyError
 
 __all__ = ["EXAMPLES", "examples_by_status"]
 
@@ -124,7 +129,7 @@ EXAMPLES: list[tuple[str, ServiceError]] = [
         f"Subject '{_VALUE}' does not have subject-level mode configured", subject=_VALUE)),
     ("/v1/mode", reg.OperationNotPermittedError(
         "Cannot import since found existing subjects; pass force=true")),
-    ("/v1/nope", problems._RouteNotFound("no route GET /v1/nope")),
+    ("/v1/nope", RouteNotFoundError("no route GET /v1/nope")),
     (_REGISTER, reg.IncompatibleSchemaError(
         f"table `shop`.`orders` is incompatible with what topic tidb_shop_orders holds: {_QTY}",
         topic="tidb_shop_orders", subjects=[{
@@ -153,12 +158,12 @@ EXAMPLES: list[tuple[str, ServiceError]] = [
         f"not ready: the schema registry at {_REGISTRY} is unreachable (connection refused)",
         dependencies={"registry": {"status": "unreachable", "url": _REGISTRY,
                                    "reason": "connection refused"}})),
-    (_REGISTER, problems.ApiKeyError(
+    (_REGISTER, ApiKeyError(
         "this operation needs an API key (Authorization: Bearer <key> or X-API-Key: <key>)")),
     ("/v1/convert/simple", WriteKeyRequiredError(
         "register=true registers schemas: it needs an API key (Authorization: Bearer <key> "
         "or X-API-Key)")),
-    ("/v1/subjects", problems._MethodNotAllowed(
+    ("/v1/subjects", MethodNotAllowedError(
         "POST is not allowed on /v1/subjects; it takes GET", allow="GET")),
     (_GENERATE, BodyTooLargeError(
         f"the request body is over the limit of {_LIMIT} bytes (FLATAVRO_MAX_BODY_BYTES)",

@@ -6,21 +6,43 @@ subject that was not soft-deleted first) leaves both subjects as they were.
 
 from __future__ import annotations
 
-from service.api.admin_models import TopicDeletedOut
-from service.api.models import DeletedOut
-from service.api.runtime import Runtime
-from service.api.subject_facts import known_versions
+from dataclasses import dataclass
+
 from service.core.naming import SubjectKind, subject_for
 from service.registry.errors import (
     SubjectNotFoundError,
     SubjectNotSoftDeletedError,
     SubjectSoftDeletedError,
 )
+from service.usecases.runtime import Runtime
+from service.usecases.subject_overview import known_versions
 
-__all__ = ["delete_topic"]
+__all__ = ["SubjectDeletion", "TopicDeletion", "delete_topic"]
 
 
-async def delete_topic(runtime: Runtime, topic: str, *, permanent: bool) -> TopicDeletedOut:
+@dataclass(frozen=True)
+class SubjectDeletion:
+    """The versions a delete removed from one subject, and whether for good."""
+
+    subject: str
+    versions: list[int]
+    permanent: bool
+
+
+@dataclass(frozen=True)
+class TopicDeletion:
+    """What deleting a topic's subjects removed, subject by subject."""
+
+    topic: str
+    permanent: bool
+    subjects: list[SubjectDeletion]
+
+
+_States = dict[str, tuple[list[int], list[int]]]
+"""Subject -> (live versions, all versions), the key subject first."""
+
+
+async def delete_topic(runtime: Runtime, topic: str, *, permanent: bool) -> TopicDeletion:
     """Soft-delete the topic's subjects that have live versions, or with `permanent`
     hard-delete its subjects once all of them were soft-deleted.
 
@@ -30,10 +52,10 @@ async def delete_topic(runtime: Runtime, topic: str, *, permanent: bool) -> Topi
         SubjectNotSoftDeletedError: a permanent delete while a subject has live versions.
     """
     chosen = await (_soft_deleted if permanent else _live)(runtime, topic)
-    done = [DeletedOut(subject=s, permanent=permanent,
-                       versions=await runtime.delete_subject(s, permanent=permanent))
+    done = [SubjectDeletion(subject=s, permanent=permanent,
+                            versions=await runtime.delete_subject(s, permanent=permanent))
             for s in chosen]
-    return TopicDeletedOut(topic=topic, permanent=permanent, subjects=done)
+    return TopicDeletion(topic=topic, permanent=permanent, subjects=done)
 
 
 async def _live(runtime: Runtime, topic: str) -> list[str]:
@@ -59,14 +81,13 @@ async def _soft_deleted(runtime: Runtime, topic: str) -> list[str]:
     return [s for s, (_, anything) in states.items() if anything]
 
 
-async def _states(runtime: Runtime, topic: str) -> dict[str, tuple[list[int], list[int]]]:
-    """Subject -> (live versions, all versions) for the key then the value subject."""
+async def _states(runtime: Runtime, topic: str) -> _States:
     return {s: (await known_versions(runtime.registry, s, deleted=False),
                 await known_versions(runtime.registry, s, deleted=True))
             for s in (subject_for(topic, SubjectKind.KEY), subject_for(topic, SubjectKind.VALUE))}
 
 
-def _require_any(topic: str, states: dict[str, tuple[list[int], list[int]]]) -> None:
+def _require_any(topic: str, states: _States) -> None:
     if not any(everything for _, everything in states.values()):
         key, value = states
         raise SubjectNotFoundError(

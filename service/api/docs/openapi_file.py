@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from service.api import registry_openapi
 from service.api.app import create_app
+from service.api.docs import registry_openapi
+from service.api.docs.spec import AuthDoc
 from service.api.settings import Settings
-from service.api.spec import AuthDoc
 
 __all__ = ["document", "registry_document", "render", "main"]
 

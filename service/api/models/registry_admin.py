@@ -1,4 +1,5 @@
-"""Models of the registry admin console: subject overviews, diffs, modes, topic and id views.
+"""Models of the registry admin console: subject overviews, version diffs, deletes (of
+versions, subjects, topics) and schemas by global id.
 
 Each carries a realistic example, since the docs page is where registry admins read them.
 """
@@ -7,15 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from service.api.models import AvroJson, CompatibilityOut, DeletedOut, IncompatibilityOut
+from service.api.models.codec import AvroJson, schema_json
+from service.api.models.example_config import examples as _examples
+from service.api.models.tables import IncompatibilityOut
 from service.registry.compatibility import CompatibilityLevel
 from service.registry.model import RegistryMode
+from service.usecases.subject_overview import SchemaUses, SubjectFacts, VersionRef
+from service.usecases.topic_deletion import TopicDeletion
+from service.usecases.version_diff import VersionDiff
 
-__all__ = ["VersionRefOut", "LevelSettingOut", "ModeSettingOut", "SubjectOut", "ModeIn",
-           "ModeOut", "ModeRemovedOut", "CompatibilityRemovedOut", "FieldChangeOut",
-           "DiffVerdictOut", "VersionDiffOut", "TopicDeletedOut", "SchemaUseOut",
+__all__ = ["VersionRefOut", "LevelSettingOut", "ModeSettingOut", "SubjectOut", "FieldChangeOut",
+           "DiffVerdictOut", "VersionDiffOut", "DeletedOut", "TopicDeletedOut", "SchemaUseOut",
            "SchemaByIdOut"]
 
 _VALUE = "tidb_shop_orders-value"
@@ -28,10 +33,6 @@ _QTY = ("column `qty` is new and has no default; readers of the new schema canno
         "written with version 1, which lacks it")
 
 
-def _examples(*examples: dict[str, Any]) -> ConfigDict:
-    return ConfigDict(json_schema_extra={"examples": list(examples)})
-
-
 class VersionRefOut(BaseModel):
     """A version of a subject and the global id of its schema."""
 
@@ -39,6 +40,11 @@ class VersionRefOut(BaseModel):
 
     version: int
     id: int
+
+    @classmethod
+    def of(cls, ref: VersionRef) -> VersionRefOut:
+        """The version and id of `ref`."""
+        return cls(version=ref.version, id=ref.id)
 
 
 class LevelSettingOut(BaseModel):
@@ -81,45 +87,16 @@ class SubjectOut(BaseModel):
     compatibility: LevelSettingOut
     mode: ModeSettingOut
 
-
-class ModeIn(BaseModel):
-    """A registry mode: READONLY refuses writes, IMPORT takes registrations with their ids."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    mode: RegistryMode = Field(examples=["READONLY"])
-
-
-class ModeOut(BaseModel):
-    """A subject's (or with `subject` null, the registry's) mode: in effect, and configured."""
-
-    model_config = _examples(
-        {"subject": _VALUE, "mode": "READONLY", "configured": "READONLY"},
-        {"subject": None, "mode": "READWRITE", "configured": None})
-
-    subject: str | None
-    mode: RegistryMode = Field(description="The mode in effect")
-    configured: RegistryMode | None = Field(
-        description="The mode set on the subject (on the registry for the global mode); "
-                    "null: none is set, so the global mode (the default READWRITE) applies")
-
-
-class ModeRemovedOut(ModeOut):
-    """A subject's mode once its own was removed (the global mode applies again)."""
-
-    model_config = _examples({"subject": _VALUE, "mode": "READWRITE", "configured": None,
-                              "removed": "READONLY"})
-
-    removed: RegistryMode = Field(description="The subject's mode that was removed")
-
-
-class CompatibilityRemovedOut(CompatibilityOut):
-    """A subject's level once its own was removed (the global level applies again)."""
-
-    model_config = _examples({"subject": _VALUE, "compatibility": "BACKWARD",
-                              "configured": None, "removed": "FULL_TRANSITIVE"})
-
-    removed: str = Field(description="The subject's level that was removed")
+    @classmethod
+    def of(cls, facts: SubjectFacts) -> SubjectOut:
+        """The response model of one subject's facts."""
+        return cls(
+            subject=facts.subject, versions=facts.versions,
+            deleted_versions=facts.deleted_versions,
+            latest=None if facts.latest is None else VersionRefOut.of(facts.latest),
+            compatibility=LevelSettingOut(configured=facts.compatibility.configured,
+                                          effective=facts.compatibility.effective),
+            mode=ModeSettingOut(configured=facts.mode.configured, effective=facts.mode.effective))
 
 
 class FieldChangeOut(BaseModel):
@@ -156,7 +133,7 @@ class DiffVerdictOut(BaseModel):
 class VersionDiffOut(BaseModel):
     """Two versions of a subject compared column by column."""
 
-    model_config = ConfigDict(populate_by_name=True, json_schema_extra={"examples": [{
+    model_config = _examples({
         "subject": _VALUE, "from": {"version": 1, "id": 1}, "to": {"version": 2, "id": 3},
         "changes": [{"change": "added", "column": "qty", "before": None,
                      "after": {"name": "qty", "type": {
@@ -165,13 +142,35 @@ class VersionDiffOut(BaseModel):
         "compatibility": {
             "compatibility_level": "BACKWARD", "compatible": False, "incompatibilities": [{
                 "type": "READER_FIELD_MISSING_DEFAULT_VALUE", "location": "/fields/5",
-                "message": _QTY, "version": 1, "direction": "new_reads_old"}]}}]})
+                "message": _QTY, "version": 1, "direction": "new_reads_old"}]}},
+        populate_by_name=True)
 
     subject: str
     from_: VersionRefOut = Field(alias="from")
     to: VersionRefOut
     changes: list[FieldChangeOut] = Field(description="Empty when the schemas are the same")
     compatibility: DiffVerdictOut
+
+    @classmethod
+    def of(cls, diff: VersionDiff) -> VersionDiffOut:
+        """The response model of a diff (built by alias: `from` is a Python keyword)."""
+        return cls.model_validate({
+            "subject": diff.subject, "from": VersionRefOut.of(diff.old),
+            "to": VersionRefOut.of(diff.new),
+            "changes": [FieldChangeOut(change=c.kind.value, column=c.column, before=c.before,
+                                       after=c.after, message=c.message)
+                        for c in diff.changes],
+            "compatibility": DiffVerdictOut(
+                compatibility_level=diff.level, compatible=diff.compatible,
+                incompatibilities=[IncompatibilityOut.of(i) for i in diff.incompatibilities])})
+
+
+class DeletedOut(BaseModel):
+    """What a delete removed."""
+
+    subject: str
+    versions: list[int]
+    permanent: bool
 
 
 class TopicDeletedOut(BaseModel):
@@ -186,6 +185,13 @@ class TopicDeletedOut(BaseModel):
     permanent: bool
     subjects: list[DeletedOut]
 
+    @classmethod
+    def of(cls, done: TopicDeletion) -> TopicDeletedOut:
+        """What deleting a topic's subjects removed, subject by subject."""
+        return cls(topic=done.topic, permanent=done.permanent, subjects=[
+            DeletedOut(subject=s.subject, versions=s.versions, permanent=s.permanent)
+            for s in done.subjects])
+
 
 class SchemaUseOut(BaseModel):
     """A subject version that holds a schema."""
@@ -197,9 +203,9 @@ class SchemaUseOut(BaseModel):
 class SchemaByIdOut(BaseModel):
     """A schema by its global id, and the subject versions that use it."""
 
-    model_config = ConfigDict(populate_by_name=True, json_schema_extra={"examples": [{
+    model_config = _examples({
         "id": 1, "schema": _ORDERS_V1, "schema_text": _ORDERS_V1_TEXT,
-        "versions": [{"subject": _VALUE, "version": 1}]}]})
+        "versions": [{"subject": _VALUE, "version": 1}]}, populate_by_name=True)
 
     id: int
     schema_: AvroJson = Field(alias="schema", description="The schema as JSON (null when "
@@ -208,3 +214,9 @@ class SchemaByIdOut(BaseModel):
     versions: list[SchemaUseOut] = Field(
         description="(subject, version) pairs using the id; soft-deleted ones only with "
                     "`deleted=true`")
+
+    @classmethod
+    def of(cls, uses: SchemaUses) -> SchemaByIdOut:
+        """A schema by id (as JSON and as text) and the subject versions using it."""
+        return cls(id=uses.id, schema_=schema_json(uses.text), schema_text=uses.text,
+                   versions=[SchemaUseOut(subject=s, version=v) for s, v in uses.versions])

@@ -88,13 +88,13 @@ SCHEMAS: dict[str, Any] = {
 }
 
 
-def _query(name: str, description: str, schema: dict[str, Any] | None = None
+def _query(name: str, description: str, *, schema: dict[str, Any] | None = None
            ) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": False, "description": description,
             "schema": schema or {"type": "boolean", "default": False}}
 
 
-def _path(name: str, description: str, schema: dict[str, Any], example: Any
+def _path(name: str, description: str, *, schema: dict[str, Any], example: Any
           ) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "description": description,
             "schema": schema, "example": example}
@@ -103,15 +103,16 @@ def _path(name: str, description: str, schema: dict[str, Any], example: Any
 PARAMETERS: dict[str, Any] = {
     "subject": _path("subject", "The subject (TopicNameStrategy: `<topic>-key`, "
                      "`<topic>-value`); control characters are refused (42208)",
-                     {"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f]+$"},
-                     "tidb_shop_orders-value"),
+                     schema={"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f]+$"},
+                     example="tidb_shop_orders-value"),
     "version": _path("version", "1, 2, ... up to 2^31-1, or `latest` (`-1` too); any other "
-                     "number: 42202", {"type": "string", "pattern": "^(latest|-1|[0-9]+)$"},
-                     "latest"),
+                     "number: 42202",
+                     schema={"type": "string", "pattern": "^(latest|-1|[0-9]+)$"},
+                     example="latest"),
     "id": _path("id", "The global schema id (a 32-bit integer, as Confluent's)",
-                {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}, 1),
+                schema={"type": "integer", "minimum": 1, "maximum": 2**31 - 1}, example=1),
     "subjectPrefix": _query("subjectPrefix", "Only subjects starting with this",
-                            {"type": "string"}),
+                            schema={"type": "string"}),
     "latestOnly": _query("latestOnly", "Only each subject's latest version"),
     "deletedSubjects": _query("deleted", "Include soft-deleted subjects"),
     "deletedVersions": _query("deleted", "Include soft-deleted versions"),
@@ -129,8 +130,8 @@ PARAMETERS: dict[str, Any] = {
     "fetchMaxId": _query("fetchMaxId", "Also answer `maxId`, the highest id handed out"),
     "deletedAsNegative": _query("deletedAsNegative", "Include soft-deleted versions, as "
                                 "negative numbers"),
-    "offset": _query("offset", "Skip this many items", {"type": "integer", "minimum": 0,
-                                                        "default": 0}),
+    "offset": _query("offset", "Skip this many items",
+                     schema={"type": "integer", "minimum": 0, "default": 0}),
     "limit": _query("limit", "At most this many items (negative: all)",
-                    {"type": "integer", "default": -1}),
+                    schema={"type": "integer", "default": -1}),
 }

@@ -1,14 +1,16 @@
-"""`Runtime`: what one app instance holds (registry, resolver, metrics, keys) and its start-up."""
+"""`Runtime`: the wiring one process opens once (registry, schema resolver, protocol
+converter), shared by the service, ``flatavro convert`` and ``flatavro bridge``.
+
+It knows nothing of HTTP: whoever counts registry calls and cache hits (the service's
+metrics) passes hooks to `Runtime.start`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.api.auth import ApiKeys
-from service.api.metrics import Metrics
-from service.api.readiness import check_embedded, check_remote
-from service.api.settings import Settings
 from service.cdc.catalog import new_decoders
 from service.codec.convert import Converter
 from service.codec.resolver import SchemaResolver
@@ -21,18 +23,18 @@ from service.registry.embedded.store import StoreChanges
 from service.registry.instrumented import InstrumentedRegistry
 from service.registry.interface import SchemaRegistry
 from service.registry.tables import TableRegistration, register_table
+from service.usecases.readiness import check_embedded, check_remote
+from service.usecases.settings import RuntimeSettings
 
 __all__ = ["Runtime"]
 
 
 @dataclass
 class Runtime:
-    """The registry (embedded or remote, instrumented), the schema resolver, the protocol
-    converter, metrics, keys."""
+    """The registry (embedded or remote), the schema resolver and the protocol converter;
+    registrations and deletes made through it are seen by the resolver at once."""
 
-    settings: Settings
-    metrics: Metrics
-    keys: ApiKeys
+    settings: RuntimeSettings
     registry: SchemaRegistry
     resolver: SchemaResolver
     embedded: EmbeddedRegistry | None
@@ -41,27 +43,27 @@ class Runtime:
     converter: Converter = field(init=False)
 
     def __post_init__(self) -> None:
-        decoders = new_decoders(
-            schema_cache_size=self.settings.simple_schema_cache_size)
-        self.converter = Converter(self.resolver, self.register_table, decoders)
+        decoders = new_decoders(schema_cache_size=self.settings.simple_schema_cache_size)
+        self.converter = Converter(self.resolver, self.register_table, decoders=decoders)
 
     @classmethod
-    def start(cls, settings: Settings) -> Runtime:
-        """Open the registry the settings name and build the caches."""
-        metrics = Metrics()
+    def start(cls, settings: RuntimeSettings, *,
+              on_registry_call: Callable[[str], None] | None = None,
+              on_cache_hit: Callable[[], None] = lambda: None) -> Runtime:
+        """Open the registry the settings name and build the caches; `on_registry_call` sees
+        the name of every registry operation called, `on_cache_hit` every schema lookup the
+        cache answers."""
         embedded = EmbeddedRegistry(settings.registry_db_path) if settings.embedded else None
         changes = StoreChanges(settings.registry_db_path) if embedded else None
         remote = None if embedded else HttpSchemaRegistry(settings.registry_client_config())
-        inner: Any = embedded or remote
-        registry: Any = InstrumentedRegistry(
-            inner, lambda operation: metrics.registry_calls.labels(operation).inc())
+        registry: Any = embedded or remote
+        if on_registry_call is not None:
+            registry = InstrumentedRegistry(registry, on_registry_call)
         resolver = SchemaResolver(registry, cache_size=settings.schema_cache_size,
                                   topic_ttl=settings.topic_cache_seconds,
-                                  on_cache_hit=metrics.cache_hits.inc,
+                                  on_cache_hit=on_cache_hit,
                                   changes=changes.version if changes else lambda: 0)
-        keys = ApiKeys((k.get_secret_value() for k in settings.api_keys),
-                       protect_reads=settings.protect_reads)
-        return cls(settings, metrics, keys, registry, resolver, embedded, remote, changes)
+        return cls(settings, registry, resolver, embedded, remote, changes)
 
     async def stop(self) -> None:
         """Close connections and the SQLite store."""
@@ -72,11 +74,12 @@ class Runtime:
         if self.changes is not None:
             self.changes.close()
 
-    async def register_table(self, table: Table, options: SchemaOptions, topic_rule: str, *,
+    async def register_table(self, table: Table, options: SchemaOptions, *, topic_rule: str,
                              pair: SchemaPair | None = None) -> TableRegistration:
         """Register a table (or `pair` for it) under its topic; encode sees the new ids at
         once."""
-        done = await register_table(self.registry, table, options, topic_rule, pair=pair)
+        done = await register_table(self.registry, table, options=options,
+                                    topic_rule=topic_rule, pair=pair)
         self.resolver.forget_topic(done.topic)
         return done
 
@@ -100,4 +103,3 @@ class Runtime:
         else:
             assert self.embedded is not None
             await check_embedded(self.embedded)
-

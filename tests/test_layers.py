@@ -1,0 +1,91 @@
+"""The service's layers, held by its imports: `service.api` (HTTP) sits on `service.usecases`
+(the use-cases and the `Runtime` wiring), which the command line and the Kafka bridge share;
+nothing below HTTP imports it, so the bridge never loads HTTP settings, API keys or HTTP
+metrics; and api/'s top level stays a short list, the rest in subpackages."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVICE = ROOT / "service"
+HTTP_LIBRARIES = ("fastapi", "starlette", "uvicorn")
+API_TOP_LEVEL_LIMIT = 15
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports (function-level and type-checking imports too), with
+    ``from package import module`` counted as ``package.module``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def _offending(paths: list[Path], *, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    """File -> the imports of `forbidden` packages (or their modules) it makes."""
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        bad = sorted(m for m in _imports(path)
+                     if any(m == f or m.startswith(f + ".") for f in forbidden))
+        if bad:
+            out[str(path.relative_to(ROOT))] = bad
+    return out
+
+
+def _files(*parts: str) -> list[Path]:
+    where = SERVICE.joinpath(*parts)
+    return sorted(where.rglob("*.py")) if where.is_dir() else [where]
+
+
+def test_the_http_layer_imports_neither_the_bridge_nor_the_command_line() -> None:
+    assert _offending(_files("api"), forbidden=("service.bridge", "service.cli")) == {}
+
+
+BELOW_HTTP = {"usecases": HTTP_LIBRARIES, "bridge": HTTP_LIBRARIES, "codec": HTTP_LIBRARIES,
+              "cdc": HTTP_LIBRARIES, "core": HTTP_LIBRARIES,
+              "registry": ()}  # the embedded registry serves its own REST API (Starlette)
+"""Package -> the HTTP frameworks it may not import (besides `service.api` and the CLI)."""
+
+
+@pytest.mark.parametrize("part", sorted(BELOW_HTTP))
+def test_layers_below_http_import_no_http(part: str) -> None:
+    forbidden = ("service.api", "service.cli", *BELOW_HTTP[part])
+    assert _offending(_files(part), forbidden=forbidden) == {}
+
+
+def test_the_usecases_import_neither_the_bridge_nor_the_command_line() -> None:
+    assert _offending(_files("usecases"), forbidden=("service.bridge", "service.cli")) == {}
+
+
+def test_only_the_serve_command_imports_the_http_layer() -> None:
+    commands = [p for p in _files("cli") if p.name != "serve_cmd.py"]
+    assert _offending(commands, forbidden=("service.api",)) == {}
+
+
+def test_the_bridge_loads_no_http_module() -> None:
+    """Importing the bridge command and every bridge module, as ``flatavro bridge`` runs them,
+    loads nothing of ``service.api`` nor an HTTP framework (a fresh interpreter)."""
+    script = (
+        "import importlib, pkgutil, sys\n"
+        "import service.bridge, service.cli.bridge_cmd\n"
+        "for m in pkgutil.walk_packages(service.bridge.__path__, 'service.bridge.'):\n"
+        "    importlib.import_module(m.name)\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HTTP_LIBRARIES!r}\n"
+        "             or m == 'service.api' or m.startswith('service.api.')))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_http_layer_keeps_a_short_top_level() -> None:
+    modules = sorted(p.name for p in (SERVICE / "api").glob("*.py") if p.name != "__init__.py")
+    assert len(modules) <= API_TOP_LEVEL_LIMIT, modules
