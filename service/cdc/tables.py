@@ -53,7 +53,7 @@ class TableTracker:
         """A copy to change while a batch converts (kept only when the batch converts)."""
         return TableTracker(self._tables)
 
-    def definition(self, schema: str | None, table: str | None, commit_ts: int
+    def definition(self, schema: str | None, table: str | None, *, commit_ts: int
                    ) -> TableDefinition | None:
         """The exact definition of a followed table for a row committed at `commit_ts` (the
         newest version made before it), None if the table is not followed."""

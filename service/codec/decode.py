@@ -65,7 +65,8 @@ async def decode_batch(resolver: SchemaResolver, body: bytes) -> DecodedBatch:
                                   field="messages")
     frames, failures = await run_cpu(size, _frames_of, messages, to_bytes)
     codecs = await _codecs_for(resolver, frames)
-    out = await run_cpu(size, _decode_frames, frames, codecs, failures)
+    out, undecodable = await run_cpu(size, _decode_frames, frames, codecs)
+    failures.extend(undecodable)
     if failures:
         failures.sort(key=lambda f: (f[0], f[1] != "key"))
         raise InvalidMessagesError(await _errors(resolver, failures))
@@ -76,9 +77,12 @@ def _decoded_batch(out: list[dict[str, Any]]) -> DecodedBatch:
     return DecodedBatch(orjson.dumps({"messages": out}), len(out))
 
 
-def _decode_frames(frames: list[Any], codecs: Any, failures: list[Any]) -> list[dict[str, Any]]:
-    """Decode every frame; failures are appended to `failures` (index, part, error)."""
+def _decode_frames(frames: list[tuple[_Framed, _Framed]],
+                   codecs: dict[tuple[int, bool], RecordCodec | _PartError]
+                   ) -> tuple[list[dict[str, Any]], list[_Failure]]:
+    """Decode every frame: the messages, and the parts that do not decode."""
     out = []
+    failures: list[_Failure] = []
     for index, parts in enumerate(frames):
         decoded: dict[str, Any] = {}
         for part, framed in zip(("key", "value"), parts, strict=True):
@@ -88,7 +92,7 @@ def _decode_frames(frames: list[Any], codecs: Any, failures: list[Any]) -> list[
                 failures.append((index, part, exc))
         decoded["op"] = "delete" if parts[1] is None else "upsert"
         out.append(decoded)
-    return out
+    return out, failures
 
 
 _Framed = tuple[int, bool, bytes] | _PartError | None
@@ -193,12 +197,13 @@ def _bytes_of(text: Any, to_bytes: Callable[[str], bytes]) -> bytes:
 async def _errors(resolver: SchemaResolver, failures: list[_Failure]) -> list[dict[str, Any]]:
     """The error entries, each schema id named with its subject (asked once per id)."""
     ids = {f[2].schema_id for f in failures if f[2].schema_id is not None}
-    subjects = {schema_id: await resolver.subjects_of(schema_id) for schema_id in ids}
-    return [_error(index, part, exc, subjects.get(exc.schema_id, []))
-            for index, part, exc in failures]
+    subjects: dict[int | None, list[str]] = {
+        schema_id: await resolver.subjects_of(schema_id) for schema_id in ids}
+    return [_error(failure, subjects.get(failure[2].schema_id, [])) for failure in failures]
 
 
-def _error(index: int, part: str, exc: _PartError, subjects: list[str]) -> dict[str, Any]:
+def _error(failure: _Failure, subjects: list[str]) -> dict[str, Any]:
+    index, part, exc = failure
     # An id may be registered under several subjects: prefer the one of this part's kind.
     subject = next((s for s in subjects if s.endswith(f"-{part}")),
                    subjects[0] if subjects else None)

@@ -8,6 +8,7 @@ the call fail with every bad record's index, column and reason, and no messages.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,7 @@ class EncodedBatch:
     messages: int
 
 
-async def encode_batch(resolver: SchemaResolver, topic: str, body: bytes) -> EncodedBatch:
+async def encode_batch(resolver: SchemaResolver, topic: str, *, body: bytes) -> EncodedBatch:
     """Encode a batch request body (see docs/architecture.md) against the topic's latest schemas.
 
     Raises:
@@ -50,10 +51,11 @@ async def encode_batch(resolver: SchemaResolver, topic: str, body: bytes) -> Enc
         raise InvalidRequestError("`records` must be a list of change records",
                                   field="records")
     schemas = await resolver.topic(topic)
-    return await run_cpu(len(body), _encode_records, topic, schemas, records, to_text)
+    return await run_cpu(len(body), functools.partial(_encode_records, schemas, records,
+                                                      to_text=to_text))
 
 
-def _encode_records(topic: str, schemas: TopicSchemas, records: list[Any],
+def _encode_records(schemas: TopicSchemas, records: list[Any], *,
                     to_text: Callable[[bytes], str]) -> EncodedBatch:
     """The CPU part of `encode_batch`: every record checked and encoded, or all refused."""
     writer = _BatchWriter(schemas, to_text)
@@ -71,7 +73,7 @@ def _encode_records(topic: str, schemas: TopicSchemas, records: list[Any],
             error["message"] = f"record {error['record_index']}: {error['message']}"
         raise InvalidRecordsError(errors)
     key_id = None if schemas.key is None else schemas.key.registered.id
-    response = {"topic": topic, "messages": writer.messages, "key_schema_id": key_id,
+    response = {"topic": schemas.topic, "messages": writer.messages, "key_schema_id": key_id,
                 "value_schema_id": schemas.value.registered.id}
     return EncodedBatch(orjson.dumps(response), len(records), len(writer.messages))
 
@@ -91,15 +93,33 @@ class _BatchWriter:
         self._text = to_text
 
     def add(self, index: int, record: Any) -> None:
-        op, row, old_row, commit_ts = _fields_of(record)
+        """Check one record and add its messages (`index` is its place in the batch).
+
+        Raises:
+            RowValidationError: the record's columns that are invalid.
+            _RecordShapeError: the record is not a change record.
+        """
+        change = _change_of(record)
         text = self._text
-        for _, key, value in self._changes.write(op, row, old_row, commit_ts):
+        for _, key, value in self._changes.write(change.op, change.row, old_row=change.old_row,
+                                                 commit_ts=change.commit_ts):
             self.messages.append({"key": None if key is None else text(key),
                                   "value": None if value is None else text(value),
                                   "record_index": index})
 
 
-def _fields_of(record: Any) -> tuple[str, dict[str, Any], dict[str, Any] | None, int]:
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """One change record of the request, its shape checked (`row` None: a delete that names
+    its `old_row` only)."""
+
+    op: str
+    row: dict[str, Any] | None
+    old_row: dict[str, Any] | None
+    commit_ts: int
+
+
+def _change_of(record: Any) -> _Change:
     if not isinstance(record, dict):
         raise _RecordShapeError("a record must be a JSON object", "record")
     op = record.get("op")
@@ -114,4 +134,4 @@ def _fields_of(record: Any) -> tuple[str, dict[str, Any], dict[str, Any] | None,
     if type(commit_ts) is not int or not 0 <= commit_ts < 1 << 63:
         raise _RecordShapeError("`commit_ts` must be a TiDB TSO (an integer >= 0)",
                                 "commit_ts")
-    return op, row, old_row, commit_ts
+    return _Change(str(op), row if isinstance(row, dict) else None, old_row, commit_ts)

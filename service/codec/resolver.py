@@ -65,10 +65,10 @@ class SchemaResolver:
             SchemaNotFoundError: the registry has no such id.
             NotFlatAvroError: the schema is not a flat-avro record.
         """
-        cached = self._codecs.get((schema_id, key))
+        cached: RecordCodec | None = self._codecs.get((schema_id, key))
         if cached is not None:
             self._hit()
-            return cached  # type: ignore[no-any-return]
+            return cached
         text = await self._registry.schema_by_id(schema_id)
         codec = RecordCodec(json.loads(text), allow_extra=key)
         self._codecs.put((schema_id, key), codec)

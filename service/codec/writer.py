@@ -31,7 +31,7 @@ class ChangeWriter:
         self._key_prefix = frame(schemas.key.registered.id, b"") if schemas.key else b""
         self._value_prefix = frame(schemas.value.registered.id, b"")
 
-    def write(self, op: str, row: dict[str, Any] | None, old_row: dict[str, Any] | None,
+    def write(self, op: str, row: dict[str, Any] | None, *, old_row: dict[str, Any] | None,
               commit_ts: int) -> list[Framed]:
         """The messages of one change (`op` is insert, update or delete).
 
@@ -52,28 +52,29 @@ class ChangeWriter:
             old_key = None if old_row is None or not keyed_update else self._key_bytes(old_row)
             value = self._value.encode(row, update=update, commit_ts=commit_ts)
         except RowValidationError as exc:  # check every record of the change, then report
-            raise RowValidationError(self._every_error(row, old_row, keyed_update)) from exc
+            raise RowValidationError(self._every_error(row, old_row=old_row,
+                                                       keyed_update=keyed_update)) from exc
         if old_key is not None and old_key != key:  # DELETE(old key) + INSERT(new row)
             value = self._value.encode(row, commit_ts=commit_ts)
             return [("delete", old_key, None), ("insert", key, self._value_prefix + value)]
         return [(op, key, self._value_prefix + value)]
 
-    def _every_error(self, row: dict[str, Any], old_row: dict[str, Any] | None,
+    def _every_error(self, row: dict[str, Any], *, old_row: dict[str, Any] | None,
                      keyed_update: bool) -> list[InvalidValueError]:
         """Every invalid column of the row's key and value (and of `old_row`'s key), once."""
         errors: list[InvalidValueError] = []
-        _checked(self._key_bytes, row, errors)
+        _checked(self._key_bytes, row, errors=errors)
         if keyed_update and old_row is not None:
-            _checked(self._key_bytes, old_row, errors, of="old_row")
-        _checked(self._value.encode, row, errors)
+            _checked(self._key_bytes, old_row, errors=errors, of="old_row")
+        _checked(self._value.encode, row, errors=errors)
         return _once_per_column(errors)
 
     def _key_bytes(self, row: dict[str, Any]) -> bytes | None:
         return None if self._key is None else self._key_prefix + self._key.encode(row)
 
 
-def _checked(encode: Callable[[dict[str, Any]], Any], row: dict[str, Any],
-             errors: list[InvalidValueError], *, of: str | None = None) -> None:
+def _checked(encode: Callable[[dict[str, Any]], Any], row: dict[str, Any], *,
+             errors: list[InvalidValueError], of: str | None = None) -> None:
     """Add the column errors of `encode(row)` to `errors`; those of `old_row` say so."""
     try:
         encode(row)

@@ -1,8 +1,8 @@
 """Where and why a flat Avro record body does not decode: the field, byte offset and reason.
 
 Only the error path uses this (fastavro's reader is the fast path, and its exceptions say
-neither where nor which field): the body is read again field by field with fastavro's
-`BinaryDecoder`, noting where each value starts, and the first failure is put in plain words.
+neither where nor which field): the body is read again field by field, noting where each value
+starts, and the first failure is put in plain words.
 Offsets count from the start of the data given (the whole framed message when the caller
 passes it with the body's start), so they are the positions a person sees in a hex dump.
 """
@@ -12,8 +12,6 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-
-from fastavro.io.binary_decoder import BinaryDecoder
 
 __all__ = ["FieldSpec", "Diagnosis", "diagnose", "field_offset"]
 
@@ -53,7 +51,6 @@ class _Reader:
     def __init__(self, data: bytes | memoryview, start: int) -> None:
         self._stream = io.BytesIO(data)
         self._stream.seek(start)
-        self._avro = BinaryDecoder(self._stream)
         self.size = len(data)
 
     @property
@@ -65,15 +62,20 @@ class _Reader:
                                 f"that starts at byte {begin} (message is {self.size} bytes)")
 
     def long(self, what: str) -> int:
+        """A zig-zag varint: 7 bits per byte, low group first, high bit set = more follow."""
         begin = self.position
-        try:
-            value = self._avro.read_long()
-        except EOFError as exc:
-            raise self.ran_out(what, begin) from exc
+        raw, shift, more = 0, 0, True
+        while more:
+            byte = self._stream.read(1)
+            if not byte:
+                raise self.ran_out(what, begin)
+            raw |= (byte[0] & 0x7F) << shift
+            shift += 7
+            more = bool(byte[0] & 0x80)
         if self.position - begin > _MAX_VARINT:
             raise _Stop(begin, f"the {what} at byte {begin} is a varint longer than "
                                f"{_MAX_VARINT} bytes")
-        return int(value)
+        return (raw >> 1) ^ -(raw & 1)
 
     def fixed(self, size: int, what: str) -> bytes:
         begin = self.position
@@ -134,7 +136,7 @@ def _walk(reader: _Reader, fields: Sequence[FieldSpec]) -> Iterator[tuple[FieldS
         _read_field(reader, field)
 
 
-def diagnose(data: bytes | memoryview, start: int, fields: Sequence[FieldSpec]
+def diagnose(data: bytes | memoryview, start: int, *, fields: Sequence[FieldSpec]
              ) -> Diagnosis | None:
     """Why the record at `start` of `data` does not decode, or None if it reads well.
 
@@ -156,7 +158,7 @@ def diagnose(data: bytes | memoryview, start: int, fields: Sequence[FieldSpec]
     return None
 
 
-def field_offset(data: bytes | memoryview, start: int, fields: Sequence[FieldSpec],
+def field_offset(data: bytes | memoryview, start: int, *, fields: Sequence[FieldSpec],
                  name: str) -> int | None:
     """The offset where field `name` starts, or None when the body does not get that far."""
     try:

@@ -51,9 +51,10 @@ def avro_default(column: Column, options: SchemaOptions) -> Any:
     if column.default is None:
         return None
     text = _as_text(column.default)
-    convert = _CONVERTERS[column.type.family]
     try:
-        return convert(column.type, text, options)
+        if column.type.family is TypeFamily.INTEGER:
+            return _integer(column.type, text, options=options)
+        return _CONVERTERS[column.type.family](column.type, text)
     except (DomainError, TemporalFormatError, ValueError) as exc:
         raise InvalidDefaultError(
             f"column `{column.name}`: DEFAULT {column.default!r} is not a value of "
@@ -74,7 +75,7 @@ def _type_name(col_type: ColumnType) -> str:
     return col_type.base.value.upper() + (" UNSIGNED" if col_type.unsigned else "")
 
 
-def _integer(col_type: ColumnType, text: str, options: SchemaOptions) -> int | str:
+def _integer(col_type: ColumnType, text: str, *, options: SchemaOptions) -> int | str:
     value = check_int(col_type, _parse_int(text))
     if col_type.base is MySQLType.BIGINT and col_type.unsigned:
         if options.bigint_unsigned_handling_mode is BigintUnsignedHandlingMode.STRING:
@@ -91,15 +92,15 @@ def _parse_int(text: str) -> int:
     return int(stripped)
 
 
-def _float(col_type: ColumnType, text: str, options: SchemaOptions) -> float:
+def _float(col_type: ColumnType, text: str) -> float:
     return to_float32(float(text), repr(text))
 
 
-def _double(col_type: ColumnType, text: str, options: SchemaOptions) -> float:
+def _double(col_type: ColumnType, text: str) -> float:
     return check_double(float(text), repr(text))
 
 
-def _decimal(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
+def _decimal(col_type: ColumnType, text: str) -> str:
     # TiDB stores a DECIMAL default as the literal's text, not converted to the column's scale
     # (pkg/ddl getDefaultValue), and TiCDC's string mode writes that text unchanged
     # (tiflow pkg/sink/codec/avro columnToAvroData: col.Value.(string)).
@@ -107,12 +108,12 @@ def _decimal(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
     return text
 
 
-def _text(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
+def _text(col_type: ColumnType, text: str) -> str:
     check_length(col_type, len(text))
     return text
 
 
-def _blob(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
+def _blob(col_type: ColumnType, text: str) -> str:
     raw = text.encode("utf-8", errors="surrogateescape")
     check_length(col_type, len(raw))
     if col_type.base is MySQLType.BINARY and col_type.length:
@@ -120,38 +121,38 @@ def _blob(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def _bit(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
+def _bit(col_type: ColumnType, text: str) -> str:
     value = check_bit(col_type, _parse_int(text))
     width = (col_type.bit_width + 7) // 8  # TiDB keeps BIT defaults at ceil(M/8) bytes
     return base64.b64encode(bit_bytes(value, width=width)).decode("ascii")
 
 
-def _enum(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
+def _enum(col_type: ColumnType, text: str) -> str:
     return normalize_enum(col_type, text)
 
 
-def _set(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
+def _set(col_type: ColumnType, text: str) -> str:
     return normalize_set(col_type, text)
 
 
-def _verbatim(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
+def _verbatim(col_type: ColumnType, text: str) -> str:
     return text
 
 
-def _temporal(col_type: ColumnType, text: str, options: SchemaOptions) -> str:
+def _temporal(col_type: ColumnType, text: str) -> str:
     upper = text.strip().upper()
     if upper in _CURRENT or upper.startswith(("CURRENT_TIMESTAMP(", "NOW(")):
         # TiDB stores the function name, without its precision.
         return "CURRENT_DATE" if upper.startswith("CURRENT_DATE") else "CURRENT_TIMESTAMP"
-    return normalize_temporal(text.strip(), col_type.base, col_type.fsp)
+    return normalize_temporal(text.strip(), col_type.base, fsp=col_type.fsp)
 
 
-def _year(col_type: ColumnType, text: str, options: SchemaOptions) -> int:
+def _year(col_type: ColumnType, text: str) -> int:
     return check_year(_parse_int(text))
 
 
-_CONVERTERS: dict[TypeFamily, Callable[[ColumnType, str, SchemaOptions], Any]] = {
-    TypeFamily.INTEGER: _integer,
+# Every family but INTEGER, whose BIGINT UNSIGNED default depends on the options.
+_CONVERTERS: dict[TypeFamily, Callable[[ColumnType, str], Any]] = {
     TypeFamily.FLOAT: _float,
     TypeFamily.DOUBLE: _double,
     TypeFamily.DECIMAL: _decimal,

@@ -78,10 +78,11 @@ def to_float32(value: float, written: object = None) -> float:
     try:
         packed = struct.pack("<f", value)
     except OverflowError as exc:  # beyond what rounds to +/-FLT_MAX
-        raise _not_held(value, written, "FLOAT", _FLT_MAX) from exc
+        raise _not_held(value, written, type_name="FLOAT", largest=_FLT_MAX) from exc
     if not math.isfinite(value):
-        raise _not_held(value, written, "FLOAT", _FLT_MAX)
-    return struct.unpack("<f", packed)[0]
+        raise _not_held(value, written, type_name="FLOAT", largest=_FLT_MAX)
+    widened: float = struct.unpack("<f", packed)[0]
+    return widened
 
 
 def check_double(value: float, written: object = None) -> float:
@@ -89,10 +90,11 @@ def check_double(value: float, written: object = None) -> float:
     is out of range, not infinite. `written` is the input's spelling, for the message."""
     if math.isfinite(value):
         return value
-    raise _not_held(value, written, "DOUBLE", sys.float_info.max)
+    raise _not_held(value, written, type_name="DOUBLE", largest=sys.float_info.max)
 
 
-def _not_held(value: float, written: object, type_name: str, largest: float) -> DomainError:
+def _not_held(value: float, written: object, *, type_name: str, largest: float
+              ) -> DomainError:
     shown = value if written is None else written
     if math.isnan(value):
         return DomainError(f"{shown} is not a number")

@@ -83,7 +83,7 @@ def check_indexes(table: str, indexes: Sequence[tuple[str, int]]) -> None:
                 limit=MAX_INDEX_COLUMNS, value=columns, table=table, index=name)
 
 
-def check_members(column: str, kind: str, members: Sequence[str]) -> None:
+def check_members(column: str, *, kind: str, members: Sequence[str]) -> None:
     """Refuse a SET of more than 64 members, an ENUM of more than 65535, or an ENUM/SET
     member over 255 characters; `kind` is ``ENUM`` or ``SET``."""
     most = MAX_SET_MEMBERS if kind == "SET" else MAX_ENUM_MEMBERS

@@ -221,37 +221,16 @@ def _parse_elements(args: str, *, column: str | None, text: str) -> tuple[str, .
     members: list[str] = []
     i, n = 0, len(args)
     while i < n:
-        while i < n and args[i] in " \t\r\n":
-            i += 1
+        i = _skip_blanks(args, i)
         if i >= n or args[i] not in "'\"":
             raise InvalidTableError(
                 f"column `{column}`: ENUM/SET members must be quoted strings in {text!r}",
                 column=column,
                 mysql_type=text,
             )
-        quote, i, buf = args[i], i + 1, []
-        while True:
-            if i >= n:
-                raise InvalidTableError(
-                    f"column `{column}`: unterminated member in {text!r}", column=column,
-                    mysql_type=text,
-                )
-            ch = args[i]
-            if ch == "\\" and i + 1 < n:
-                buf.append(args[i + 1])
-                i += 2
-            elif ch == quote and i + 1 < n and args[i + 1] == quote:
-                buf.append(quote)
-                i += 2
-            elif ch == quote:
-                i += 1
-                break
-            else:
-                buf.append(ch)
-                i += 1
-        members.append("".join(buf))
-        while i < n and args[i] in " \t\r\n":
-            i += 1
+        member, i = _quoted_member(args, i, column=column, text=text)
+        members.append(member)
+        i = _skip_blanks(args, i)
         if i < n:
             if args[i] != ",":
                 raise InvalidTableError(
@@ -261,3 +240,31 @@ def _parse_elements(args: str, *, column: str | None, text: str) -> tuple[str, .
                 )
             i += 1
     return tuple(members)
+
+
+def _skip_blanks(args: str, i: int) -> int:
+    while i < len(args) and args[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _quoted_member(args: str, start: int, *, column: str | None, text: str) -> tuple[str, int]:
+    """The member whose opening quote is at `start`, and the index after its closing quote."""
+    quote, i, n = args[start], start + 1, len(args)
+    buf: list[str] = []
+    while i < n:
+        ch = args[i]
+        if ch == "\\" and i + 1 < n:
+            buf.append(args[i + 1])
+            i += 2
+        elif ch == quote and i + 1 < n and args[i + 1] == quote:
+            buf.append(quote)
+            i += 2
+        elif ch == quote:
+            return "".join(buf), i + 1
+        else:
+            buf.append(ch)
+            i += 1
+    raise InvalidTableError(
+        f"column `{column}`: unterminated member in {text!r}", column=column, mysql_type=text,
+    )

@@ -60,16 +60,16 @@ class SchemaOptions:
         """
         return cls(
             enable_tidb_extension=enable_tidb_extension,
-            decimal_handling_mode=_member(DecimalHandlingMode, "decimal_handling_mode",
-                                          decimal_handling_mode),
+            decimal_handling_mode=_member(DecimalHandlingMode, decimal_handling_mode,
+                                          option="decimal_handling_mode"),
             bigint_unsigned_handling_mode=_member(BigintUnsignedHandlingMode,
-                                                  "bigint_unsigned_handling_mode",
-                                                  bigint_unsigned_handling_mode),
+                                                  bigint_unsigned_handling_mode,
+                                                  option="bigint_unsigned_handling_mode"),
             namespace=namespace,
         )
 
 
-def _member(kind: type[_E], option: str, value: str) -> _E:
+def _member(kind: type[_E], value: str, *, option: str) -> _E:
     try:
         return kind(value)
     except ValueError as exc:

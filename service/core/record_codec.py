@@ -20,6 +20,7 @@ import fastavro
 
 from service.core.avro_binary import Writer, union_prefix, writer_for
 from service.core.avro_diagnosis import FieldSpec, diagnose, field_offset
+from service.core.column_codec import ColumnCodec, Encoder, column_codec, identity
 from service.core.domain import DomainError, decimal_from_text
 from service.core.errors import InvalidValueError, RowValidationError
 from service.core.mysql_types import TypeFamily
@@ -27,7 +28,7 @@ from service.core.options import DecimalHandlingMode
 from service.core.record_schema import RecordField, record_layout
 from service.core.schema import EXTENSION_FIELDS
 from service.core.temporal import TemporalFormatError, normalize_temporal
-from service.core.values import Decoder, Encoder, column_codec, extension_values, identity
+from service.core.values import extension_values
 
 __all__ = ["RecordCodec", "BodyDecodeError"]
 
@@ -54,7 +55,7 @@ class BodyDecodeError(ValueError):
         field: the field at fault, or None (bytes left over after the record).
     """
 
-    def __init__(self, message: str, offset: int, field: str | None = None) -> None:
+    def __init__(self, message: str, offset: int, *, field: str | None = None) -> None:
         super().__init__(message)
         self.offset, self.field = offset, field
 
@@ -77,20 +78,20 @@ class RecordCodec:
             NotFlatAvroError: the schema is not a flat-avro record.
         """
         layout = record_layout(schema)
-        compiled = [(f, *_codec(f)) for f in layout.fields]
+        compiled = [(f, _codec(f)) for f in layout.fields]
         self._writers = tuple(
-            (f.column.name, _prefixes(f), _fused(encode, writer_for(f.avro_type)))
-            for f, encode, _ in compiled
+            (f.column.name, _prefixes(f), _fused(codec.encode, writer_for(f.avro_type)))
+            for f, codec in compiled
         )
         # Only fields whose datum differs from the plain-JSON value need a decoder call.
-        self._readers = tuple((f.column.name, decode) for f, _, decode in compiled
-                              if decode is not identity)
+        self._readers = tuple((f.column.name, codec.decode) for f, codec in compiled
+                              if codec.decode is not identity)
         # The compiled writer takes the valid rows whose values pass each converter's fast
         # check (or its converter); any other row is written (or refused, every bad column
         # named) by the Python path below, so both give the same bytes and errors.
         self._fast_writer = None if _FastWriter is None else _FastWriter([
-            (f.column.name, f.avro_type, *_prefixes(f), encode, _fast_check(encode))
-            for f, encode, _ in compiled])
+            (f.column.name, f.avro_type, *_prefixes(f), codec.encode, _fast_check(codec))
+            for f, codec in compiled])
         self._names = frozenset(f.column.name for f in layout.fields)
         self._allow_extra = allow_extra
         # Read decimals as their raw bytes: formatting the unscaled integer is exact and
@@ -112,11 +113,16 @@ class RecordCodec:
             RowValidationError: listing every invalid column (missing NOT NULL ones, wrong
                 JSON types, out-of-domain values, unknown columns).
         """
+        body: bytes | None = None
         if self._fast_writer is not None and (self._allow_extra
                                               or self._names.issuperset(row)):
-            body = self._fast_writer.write(row)
-            if body is not None:
-                return body + self._extension(update, commit_ts) if self.extension else body
+            body = self._fast_writer.write(row)  # None: a row it leaves to the Python path
+        if body is None:
+            body = self._checked_body(row)
+        return body + self._extension(update, commit_ts) if self.extension else body
+
+    def _checked_body(self, row: Mapping[str, Any]) -> bytes:
+        """The body written field by field in Python, or every invalid column named."""
         parts: list[bytes] = []
         errors: list[InvalidValueError] = []
         for name, (null_bytes, value_bytes), write in self._writers:
@@ -141,8 +147,6 @@ class RecordCodec:
                                                 column=name, reason="unknown column"))
         if errors:
             raise RowValidationError(errors)
-        if self.extension:
-            parts.append(self._extension(update, commit_ts))
         return b"".join(parts)
 
     @staticmethod
@@ -168,10 +172,10 @@ class RecordCodec:
                 if value is not None:
                     datum[name] = decode(value)
         except DomainError as exc:  # a value the column cannot hold (BIT too wide, ...)
-            offset = field_offset(data, start, self._specs, name)
+            offset = field_offset(data, start, fields=self._specs, name=name)
             where = "" if offset is None else f" (the value at byte {offset})"
             raise BodyDecodeError(f"field `{name}`: {exc}{where}",
-                                  start if offset is None else offset, name) from exc
+                                  start if offset is None else offset, field=name) from exc
         return datum
 
     def _read_with_fastavro(self, data: bytes | memoryview, start: int) -> dict[str, Any]:
@@ -183,41 +187,42 @@ class RecordCodec:
         try:
             datum = fastavro.schemaless_reader(stream, self._parsed, None)
         except Exception as exc:  # fastavro raises EOFError, UnicodeDecodeError, ValueError...
-            raise self._undecodable(data, start, stream.tell()) from exc
+            raise self._undecodable(data, start, stopped=stream.tell()) from exc
         if stream.tell() != len(data):
-            raise self._undecodable(data, start, stream.tell())
+            raise self._undecodable(data, start, stopped=stream.tell())
         assert isinstance(datum, dict)  # a fresh dict: converted in place
         return datum
 
-    def _undecodable(self, data: bytes | memoryview, start: int, stopped: int
+    def _undecodable(self, data: bytes | memoryview, start: int, *, stopped: int
                      ) -> BodyDecodeError:
         """The error of a body fastavro refused, from reading it again field by field."""
-        found = diagnose(data, start, self._specs)
+        found = diagnose(data, start, fields=self._specs)
         if found is None:  # the walk reads it well: only fastavro's stop point is known
             return BodyDecodeError(f"the body does not match its schema (reading stopped at "
                                    f"byte {stopped})", stopped)
-        return BodyDecodeError(found.reason, found.offset, found.field)
+        return BodyDecodeError(found.reason, found.offset, field=found.field)
 
 
-def _codec(field: RecordField) -> tuple[Encoder, Decoder]:
+def _codec(field: RecordField) -> ColumnCodec:
     col_type = field.column.type
     if col_type.family is TypeFamily.TEMPORAL:  # fsp unknown: keep the fraction as written
         base = col_type.base
-        return (lambda v: normalize_temporal(_text_value(v), base, None)), identity
+        return ColumnCodec(lambda v: normalize_temporal(_text_value(v), base, fsp=None),
+                           identity)
     string_decimal = field.options.decimal_handling_mode is DecimalHandlingMode.STRING
     if col_type.family is TypeFamily.DECIMAL and string_decimal:  # scale unknown: as written
-        return (lambda v: format(decimal_from_text(_text_value(v)), "f")), identity
+        return ColumnCodec(lambda v: format(decimal_from_text(_text_value(v)), "f"), identity)
     return column_codec(col_type, field.options)
 
 
-def _fast_check(encode: Encoder) -> tuple[Any, ...] | None:
-    """The check the compiled writer may make instead of calling `encode` (its own fast
+def _fast_check(codec: ColumnCodec) -> tuple[Any, ...] | None:
+    """The check the compiled writer may make instead of calling the encoder (its own fast
     path: an int in a range, a str up to a length), when its bounds fit 64 bits."""
-    check = getattr(encode, "fast_check", None)
+    check = codec.fast_check
     if check is None or not all(type(n) is int and -(1 << 63) <= n < 1 << 63
                                 for n in check[1:]):
         return None
-    return tuple(check)
+    return check
 
 
 def _fused(encode: Encoder, write: Writer) -> Writer:
@@ -235,14 +240,15 @@ def _prefixes(field: RecordField) -> tuple[bytes | None, bytes]:
 
 
 def _without_logical_types(schema: dict[str, Any]) -> dict[str, Any]:
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k != "logicalType"}
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
+    return {k: _strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
 
-    return strip(schema)
+
+def _strip_logical_types(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_logical_types(v) for k, v in node.items() if k != "logicalType"}
+    if isinstance(node, list):
+        return [_strip_logical_types(v) for v in node]
+    return node
 
 
 def _plain(exc: Exception) -> str:

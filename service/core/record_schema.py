@@ -95,12 +95,12 @@ def _field(field: dict[str, Any]) -> RecordField:
     if not isinstance(tidb_type, str):
         raise NotFlatAvroError(f"field `{name}` has no connect.parameters.tidb_type",
                                field=name)
-    col_type, options = _column_type(str(name), tidb_type, avro)
+    col_type, options = _column_type(str(name), tidb_type=tidb_type, avro=avro)
     column = Column(name=str(name), type=col_type, nullable=null_branch is not None)
     return RecordField(column, avro["type"], null_branch, options)
 
 
-def _column_type(name: str, tidb_type: str, avro: dict[str, Any]
+def _column_type(name: str, *, tidb_type: str, avro: dict[str, Any]
                  ) -> tuple[ColumnType, SchemaOptions]:
     kind, params = avro["type"], avro.get("connect.parameters") or {}
     options = SchemaOptions()
@@ -128,8 +128,8 @@ def _column_type(name: str, tidb_type: str, avro: dict[str, Any]
         return ColumnType(MySQLType(tidb_type.lower()), elements=members), options
     if tidb_type == "BIT":
         return ColumnType(MySQLType.BIT, length=int(params.get("length", 64))), options
-    base = _TEMPORAL.get(tidb_type) or _SIMPLE.get(tidb_type)
-    if base is None:
+    other = _TEMPORAL.get(tidb_type) or _SIMPLE.get(tidb_type)
+    if other is None:
         raise NotFlatAvroError(f"field `{name}` has an unknown tidb_type {tidb_type!r}",
                                field=name)
-    return ColumnType(base), options
+    return ColumnType(other), options

@@ -71,7 +71,7 @@ def diff_schemas(old: Any, new: Any) -> list[FieldChange]:
     before, after = _fields(old), _fields(new)
     for name, field in before.items():
         if name in after:
-            changes.extend(_field_changes(name, field, after[name]))
+            changes.extend(_field_changes(name, old=field, new=after[name]))
         else:
             changes.append(FieldChange(
                 ChangeKind.REMOVED, name, field, None,
@@ -111,7 +111,8 @@ def describe_type(avro_type: Any) -> str:
     return text
 
 
-def _field_changes(name: str, old: dict[str, Any], new: dict[str, Any]) -> list[FieldChange]:
+def _field_changes(name: str, *, old: dict[str, Any], new: dict[str, Any]
+                   ) -> list[FieldChange]:
     changes: list[FieldChange] = []
     old_nullable, old_type = _split_null(old.get("type"))
     new_nullable, new_type = _split_null(new.get("type"))

@@ -30,21 +30,9 @@ def schema_text(schema: Any) -> str:
 
 def _write(value: Any, out: list[str]) -> None:
     if isinstance(value, dict):
-        out.append("{")
-        for i, (key, item) in enumerate(value.items()):
-            if i:
-                out.append(",")
-            out.append(_string(str(key)))
-            out.append(":")
-            _write(item, out)
-        out.append("}")
+        _write_object(value, out)
     elif isinstance(value, (list, tuple)):
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
+        _write_array(value, out)
     elif isinstance(value, str):
         out.append(_string(value))
     elif value is None or isinstance(value, bool):
@@ -55,6 +43,26 @@ def _write(value: Any, out: list[str]) -> None:
         out.append(go_float(value))
     else:
         raise TypeError(f"cannot serialize {type(value).__name__} as schema JSON")
+
+
+def _write_object(value: dict[Any, Any], out: list[str]) -> None:
+    out.append("{")
+    for i, (key, item) in enumerate(value.items()):
+        if i:
+            out.append(",")
+        out.append(_string(str(key)))
+        out.append(":")
+        _write(item, out)
+    out.append("}")
+
+
+def _write_array(value: list[Any] | tuple[Any, ...], out: list[str]) -> None:
+    out.append("[")
+    for i, item in enumerate(value):
+        if i:
+            out.append(",")
+        _write(item, out)
+    out.append("]")
 
 
 def _string(text: str) -> str:

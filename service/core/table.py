@@ -111,7 +111,7 @@ class ColumnType:
             if self.fsp > MAX_FSP:
                 _bad(column, f"fractional seconds precision {self.fsp} exceeds {MAX_FSP}")
         if family in (TypeFamily.ENUM, TypeFamily.SET):
-            check_members(column, self.base.value.upper(), self.elements)
+            check_members(column, kind=self.base.value.upper(), members=self.elements)
 
 
 def _bad(column: str, why: str) -> None:

@@ -34,7 +34,7 @@ class TemporalFormatError(ValueError):
     """A temporal string that is not a value of its column type; the text says why."""
 
 
-def normalize_temporal(text: str, base: MySQLType, fsp: int | None) -> str:
+def normalize_temporal(text: str, base: MySQLType, *, fsp: int | None) -> str:
     """Validate `text` as a value of `base` and return TiCDC's spelling of it.
 
     `fsp` None (a column rebuilt from a registered schema, whose fsp the schema does not
@@ -44,40 +44,53 @@ def normalize_temporal(text: str, base: MySQLType, fsp: int | None) -> str:
         TemporalFormatError: malformed text, an impossible date or time, or more fractional
             digits than `fsp` (values are never truncated).
     """
-    if base is MySQLType.DATE:
-        m = _DATE_RE.match(text)
-        if not m:
-            raise TemporalFormatError(f"{text!r} is not a DATE (YYYY-MM-DD)")
-        return _date_part(m, text)
     if base in (MySQLType.DATETIME, MySQLType.TIMESTAMP):
-        fast = _CANONICAL_DATETIME.fullmatch(text)
-        if fast and (fsp is None or len(fast[1] or "") == fsp):
-            return text
-        m = _DATETIME_RE.match(text)
-        if not m:
-            raise TemporalFormatError(
-                f"{text!r} is not a {base.value.upper()} (YYYY-MM-DD HH:MM:SS[.ffffff])"
-            )
-        date = _date_part(m, text)
-        h, mi, s = (int(m[k] or 0) for k in ("h", "mi", "s"))
-        if h > 23 or mi > 59 or s > 59:
-            raise TemporalFormatError(f"{text!r} has a time of day out of range")
-        return f"{date} {h:02d}:{mi:02d}:{s:02d}{_fraction(m['f'], fsp, text)}"
+        return _datetime(text, base, fsp=fsp)
+    if base is MySQLType.DATE:
+        return _date(text)
     if base is MySQLType.TIME:
-        m = _TIME_RE.match(text)
-        if not m:
-            raise TemporalFormatError(f"{text!r} is not a TIME ([-]HH:MM:SS[.ffffff])")
-        h = int(m["h"]) + 24 * int(m["days"] or 0)
-        mi, s = int(m["mi"]), int(m["s"] or 0)
-        if mi > 59 or s > 59:
-            raise TemporalFormatError(f"{text!r} has minutes or seconds out of range")
-        fraction = _fraction(m["f"], fsp, text)
-        total = h * 3600 + mi * 60 + s
-        if total > _MAX_TIME_SECONDS or (total == _MAX_TIME_SECONDS and fraction.strip(".0")):
-            raise TemporalFormatError(f"{text!r} is outside TIME's range -838:59:59..838:59:59")
-        sign = "-" if m["neg"] and (total or fraction.strip(".0")) else ""
-        return f"{sign}{h:02d}:{mi:02d}:{s:02d}{fraction}"
+        return _time(text, fsp=fsp)
     raise TemporalFormatError(f"{base.value} is not a temporal type")
+
+
+def _date(text: str) -> str:
+    m = _DATE_RE.match(text)
+    if not m:
+        raise TemporalFormatError(f"{text!r} is not a DATE (YYYY-MM-DD)")
+    return _date_part(m, text)
+
+
+def _datetime(text: str, base: MySQLType, *, fsp: int | None) -> str:
+    fast = _CANONICAL_DATETIME.fullmatch(text)
+    if fast and (fsp is None or len(fast[1] or "") == fsp):
+        return text
+    m = _DATETIME_RE.match(text)
+    if not m:
+        raise TemporalFormatError(
+            f"{text!r} is not a {base.value.upper()} (YYYY-MM-DD HH:MM:SS[.ffffff])"
+        )
+    date = _date_part(m, text)
+    h, mi, s = (int(m[k] or 0) for k in ("h", "mi", "s"))
+    if h > 23 or mi > 59 or s > 59:
+        raise TemporalFormatError(f"{text!r} has a time of day out of range")
+    fraction = _fraction(m["f"], fsp=fsp, text=text)
+    return f"{date} {h:02d}:{mi:02d}:{s:02d}{fraction}"
+
+
+def _time(text: str, *, fsp: int | None) -> str:
+    m = _TIME_RE.match(text)
+    if not m:
+        raise TemporalFormatError(f"{text!r} is not a TIME ([-]HH:MM:SS[.ffffff])")
+    h = int(m["h"]) + 24 * int(m["days"] or 0)
+    mi, s = int(m["mi"]), int(m["s"] or 0)
+    if mi > 59 or s > 59:
+        raise TemporalFormatError(f"{text!r} has minutes or seconds out of range")
+    fraction = _fraction(m["f"], fsp=fsp, text=text)
+    total = h * 3600 + mi * 60 + s
+    if total > _MAX_TIME_SECONDS or (total == _MAX_TIME_SECONDS and fraction.strip(".0")):
+        raise TemporalFormatError(f"{text!r} is outside TIME's range -838:59:59..838:59:59")
+    sign = "-" if m["neg"] and (total or fraction.strip(".0")) else ""
+    return f"{sign}{h:02d}:{mi:02d}:{s:02d}{fraction}"
 
 
 def _date_part(m: re.Match[str], text: str) -> str:
@@ -91,7 +104,7 @@ def _date_part(m: re.Match[str], text: str) -> str:
     return f"{y:04d}-{mo:02d}-{d:02d}"
 
 
-def _fraction(digits: str | None, fsp: int | None, text: str) -> str:
+def _fraction(digits: str | None, *, fsp: int | None, text: str) -> str:
     digits = digits or ""
     if fsp is None:
         fsp = len(digits)

@@ -32,11 +32,12 @@ class Harness:
         self.registry = EmbeddedRegistry(path)
         self.resolver = SchemaResolver(self.registry, cache_size=64, topic_ttl=0)
         self.converter = Converter(self.resolver, self._register,
-                                   new_decoders(schema_cache_size=16))
+                                   decoders=new_decoders(schema_cache_size=16))
 
-    async def _register(self, table: Table, options: SchemaOptions, rule: str, *,
+    async def _register(self, table: Table, options: SchemaOptions, topic_rule: str, *,
                         pair: SchemaPair | None = None) -> TableRegistration:
-        done = await register_table(self.registry, table, options, rule, pair=pair)
+        done = await register_table(self.registry, table, options=options,
+                                     topic_rule=topic_rule, pair=pair)
         self.resolver.forget_topic(done.topic)
         return done
 
@@ -51,7 +52,7 @@ class Harness:
                 ) -> dict[str, Any]:
         """Convert one batch (writes allowed)."""
         request = ConvertInput(messages, encoding, rule, register, options or SchemaOptions())
-        return run(self.converter.convert(protocol, request, may_register=True))
+        return run(self.converter.convert(protocol, request))
 
     def decode(self, converted: dict[str, Any]) -> list[dict[str, Any]]:
         """The converted messages decoded back into plain-JSON rows."""

@@ -15,8 +15,8 @@ from typing import Any
 import fastavro
 import orjson
 
+from service.cdc.simple.avro import SCHEMA_FILE
 from service.cdc.simple.columns import parse_table_schema
-from service.cdc.simple.decoder import SCHEMA_FILE
 from service.core.mysql_types import MySQLType, TypeFamily
 from service.core.table import ColumnType
 

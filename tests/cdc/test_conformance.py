@@ -50,7 +50,7 @@ def _reference(harness: Harness) -> list[tuple[str, str | None, str | None]]:
     writer = ChangeWriter(run(harness.resolver.topic(topic)))
     out = []
     for op, row, old, ts in CHANGES:
-        for kind, key, value in writer.write(op, row, old, ts):
+        for kind, key, value in writer.write(op, row, old_row=old, commit_ts=ts):
             out.append((kind, None if key is None else base64.b64encode(key).decode(),
                         None if value is None else base64.b64encode(value).decode()))
     return out

@@ -21,16 +21,18 @@ def test_go_unquote_refuses_bad_escapes(text: str) -> None:
 
 
 def test_generations_are_told_apart_by_the_flags_key() -> None:
-    assert typed_value("v", 15, None, "YWE=") == b"aa"  # no `f`: base64 (seed log lines)
-    assert typed_value("v", 15, 64, "YWE=") == "YWE="  # `f`, not binary: UTF-8 text
-    assert typed_value("v", 15, 65, r"a\x00") == b"a\x00"  # `f`, binary: Go-quoted
-    assert typed_value("v", 252, 64, "5rWL6K+VdGV4dA==") == "测试text"  # TEXT: base64 + UTF-8
-    assert typed_value("v", 252, 65, "AAE=") == b"\x00\x01"  # BLOB: base64
+    # no `f`: base64 (seed log lines)
+    assert typed_value("v", 15, flags=None, value="YWE=") == b"aa"
+    assert typed_value("v", 15, flags=64, value="YWE=") == "YWE="  # `f`, not binary: UTF-8 text
+    assert typed_value("v", 15, flags=65, value=r"a\x00") == b"a\x00"  # `f`, binary: Go-quoted
+    # TEXT: base64 + UTF-8
+    assert typed_value("v", 252, flags=64, value="5rWL6K+VdGV4dA==") == "测试text"
+    assert typed_value("v", 252, flags=65, value="AAE=") == b"\x00\x01"  # BLOB: base64
 
 
 @pytest.mark.parametrize(("code", "value"), [(99, None), (99, 1), (255, "x"), (6, 1),
                                              (3, "1"), (4, "x"), (15, 5), (252, "%%")])
 def test_bad_codes_and_values_name_the_column(code: int, value: object) -> None:
     with pytest.raises(MessageFormatError) as caught:
-        typed_value("c", code, 64, value)
+        typed_value("c", code, flags=64, value=value)
     assert caught.value.details["column"] == "c"

@@ -18,7 +18,7 @@ from service.cdc.catalog import Protocol
 from service.cdc.errors import MessageFormatError
 from service.cdc.events import SourceMessage
 from service.cdc.simple import Decoder
-from service.cdc.simple.decoder import MESSAGE_BRANCH, avro_document, is_avro
+from service.cdc.simple.avro import MESSAGE_BRANCH, avro_document, is_avro
 from tests.cdc.conftest import Harness
 from tests.cdc.simple_avro import SimpleAvroWriter
 

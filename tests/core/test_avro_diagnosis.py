@@ -46,13 +46,13 @@ GOOD = framed(DATUM)
                                    dict(DATUM, i=-(1 << 31), l=-(1 << 63), s="", b=b"")],
                          ids=["values", "nulls", "extremes"])
 def test_a_body_fastavro_wrote_reads_well(datum: dict[str, Any]) -> None:
-    assert diagnose(framed(datum), HEADER_SIZE, SPECS) is None
+    assert diagnose(framed(datum), HEADER_SIZE, fields=SPECS) is None
 
 
 def test_field_offsets_are_where_each_field_starts() -> None:
     assert len(GOOD) == 35
-    assert [field_offset(GOOD, HEADER_SIZE, SPECS, s.name) for s in SPECS] == STARTS
-    assert field_offset(GOOD[:20], HEADER_SIZE, SPECS, "t") is None  # cut before it
+    assert [field_offset(GOOD, HEADER_SIZE, fields=SPECS, name=s.name) for s in SPECS] == STARTS
+    assert field_offset(GOOD[:20], HEADER_SIZE, fields=SPECS, name="t") is None  # cut before it
 
 
 def replaced(at: int, new: bytes, *, drop: int = 0) -> bytes:
@@ -100,12 +100,12 @@ CASES = [
 
 @pytest.mark.parametrize(("data", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_each_failure_names_field_offset_and_reason(data: bytes, expected: Diagnosis) -> None:
-    assert diagnose(data, HEADER_SIZE, SPECS) == expected
+    assert diagnose(data, HEADER_SIZE, fields=SPECS) == expected
 
 
 @pytest.mark.parametrize("cut", range(HEADER_SIZE, len(GOOD)))
 def test_every_cut_runs_out_at_the_end_in_the_field_that_holds_it(cut: int) -> None:
-    found = diagnose(GOOD[:cut], HEADER_SIZE, SPECS)
+    found = diagnose(GOOD[:cut], HEADER_SIZE, fields=SPECS)
     assert found is not None
     holder = max(i for i, start in enumerate(STARTS) if start <= cut)
     assert (found.field, found.offset) == (SPECS[holder].name, cut)
@@ -114,6 +114,6 @@ def test_every_cut_runs_out_at_the_end_in_the_field_that_holds_it(cut: int) -> N
 
 def test_offsets_count_from_the_data_given() -> None:
     body = GOOD[HEADER_SIZE:]
-    found = diagnose(body[:3], 0, SPECS)
+    found = diagnose(body[:3], 0, fields=SPECS)
     assert found == Diagnosis("l", 3, "field `l`: ran out of bytes at byte 3 reading the long "
                                       "that starts at byte 1 (message is 3 bytes)")

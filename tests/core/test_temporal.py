@@ -25,7 +25,7 @@ from service.core.temporal import TemporalFormatError, normalize_temporal
     ],
 )
 def test_normalize(text: str, base: MySQLType, fsp: int, out: str) -> None:
-    assert normalize_temporal(text, base, fsp) == out
+    assert normalize_temporal(text, base, fsp=fsp) == out
 
 
 @pytest.mark.parametrize(
@@ -37,4 +37,4 @@ def test_normalize(text: str, base: MySQLType, fsp: int, out: str) -> None:
 )
 def test_refuse(text: str, base: MySQLType, fsp: int) -> None:
     with pytest.raises(TemporalFormatError):
-        normalize_temporal(text, base, fsp)
+        normalize_temporal(text, base, fsp=fsp)

@@ -199,7 +199,8 @@ def test_change_writer_with_ticdc_s_ids_writes_ticdc_s_messages(message: dict[st
 
     schemas = TopicSchemas(message["topic"], bound("key", _key_codec(message)),
                            bound("value", _value_codec(message)))
-    written = ChangeWriter(schemas).write("insert", _row(message), None, message["commit_ts"])
+    written = ChangeWriter(schemas).write("insert", _row(message), old_row=None,
+                                          commit_ts=message["commit_ts"])
     assert written == [("insert", *_frames(message))]
 
 

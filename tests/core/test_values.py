@@ -8,16 +8,12 @@ from typing import Any
 import fastavro
 import pytest
 
+from service.core.avro_decimal import decimal_to_bytes
 from service.core.ddl import table_from_ddl
 from service.core.errors import RowValidationError
 from service.core.options import SchemaOptions
 from service.core.schema import generate_schemas
-from service.core.values import (
-    RowCodec,
-    commit_physical_time,
-    decimal_to_bytes,
-    extension_values,
-)
+from service.core.values import RowCodec, commit_physical_time, extension_values
 
 PRECISE = SchemaOptions()
 STRINGS = SchemaOptions.from_strings(decimal_handling_mode="string",
@@ -105,15 +101,6 @@ def test_datum_values_are_ticdc_s() -> None:
     strings = RowCodec.for_value(EDGE_TABLE, STRINGS).to_datum(EDGE_ROW)
     assert strings["bu"] == "18446744073709551615"
     assert strings["dec_neg"] == "-12345678.90"
-
-
-@pytest.mark.parametrize(
-    ("unscaled", "hex_bytes"),
-    [(0, "00"), (1, "01"), (-1, "ff"), (127, "7f"), (128, "0080"), (-128, "80"),
-     (-129, "ff7f"), (255, "00ff"), (32767, "7fff"), (-32768, "8000")],
-)
-def test_decimal_bytes_are_minimal_twos_complement(unscaled: int, hex_bytes: str) -> None:
-    assert decimal_to_bytes(unscaled).hex() == hex_bytes
 
 
 def test_decimal_string_mode_pads_to_scale_and_keeps_trailing_zero_inputs() -> None:

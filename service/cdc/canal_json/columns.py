@@ -33,7 +33,8 @@ _FACTS = {MySQLType.DECIMAL: "DECIMAL precision and scale", MySQLType.ENUM: "the
 _TEMPORAL_FSP = (MySQLType.TIME, MySQLType.DATETIME, MySQLType.TIMESTAMP)
 
 
-def column_type(column: str, mysql_type: Any, sql_type: Any) -> tuple[ColumnType, str | None]:
+def column_type(column: str, mysql_type: Any, *, sql_type: Any
+                ) -> tuple[ColumnType, str | None]:
     """The column type a ``mysqlType`` string (and ``sqlType`` code) give, and the fact the
     string lacks, if any.
 
@@ -44,11 +45,12 @@ def column_type(column: str, mysql_type: Any, sql_type: Any) -> tuple[ColumnType
         MessageFormatError: the type string is missing, unparsable or unsupported.
     """
     if isinstance(mysql_type, str) and (sql_type is None or type(sql_type) is int):
-        return _cached_column_type(column, mysql_type, sql_type)
-    return _column_type(column, mysql_type, sql_type)
+        return _cached_column_type(column, mysql_type, sql_type=sql_type)
+    return _column_type(column, mysql_type, sql_type=sql_type)
 
 
-def _column_type(column: str, mysql_type: Any, sql_type: Any) -> tuple[ColumnType, str | None]:
+def _column_type(column: str, mysql_type: Any, *, sql_type: Any
+                 ) -> tuple[ColumnType, str | None]:
     if not isinstance(mysql_type, str):
         raise MessageFormatError(f"column `{column}` has no `mysqlType` string",
                                  column=column, field=f"mysqlType/{column}")
@@ -76,7 +78,7 @@ def _column_type(column: str, mysql_type: Any, sql_type: Any) -> tuple[ColumnTyp
                       elements=elements), fact
 
 
-def derive_definition(schema: str, table: str, types: dict[str, ColumnType],
+def derive_definition(schema: str, table: str, *, types: dict[str, ColumnType],
                       missing: dict[str, str], pk_names: list[str]) -> TableDefinition:
     """The definition implied by one DML message's columns (in ``data`` order). The decoder
     calls it once per distinct row shape (it caches the result)."""

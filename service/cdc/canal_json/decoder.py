@@ -11,7 +11,7 @@ milliseconds, logical part 0).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.cdc.canal_json.columns import column_type, derive_definition
 from service.cdc.canal_json.values import typed_value
@@ -54,7 +54,7 @@ class Decoder:
             raise MessageFormatError("`type` must be a string", field="type")
         if kind == "TIDB_WATERMARK":
             return DecodedMessage([ChangeEvent(
-                EventKind.WATERMARK, None, None, _tso(extension, "watermarkTs", "_tidb"),
+                EventKind.WATERMARK, None, None, _tso(extension, "watermarkTs", where="_tidb"),
                 message.index)])
         if kind not in _ROW_KINDS:
             raise MessageFormatError(f"unknown event type {kind!r}", field="type")
@@ -63,8 +63,8 @@ class Decoder:
                 "the message carries only the handle key (large-message handling "
                 "`onlyHandleKey`/`claimCheckLocation`); the row is not in it and cannot be "
                 "converted", field="_tidb")
-        return DecodedMessage(_rows(message.index, _ROW_KINDS[kind], document,
-                                    _commit_ts(document, extension)))
+        return DecodedMessage(_rows(document, kind=_ROW_KINDS[kind], index=message.index,
+                                    commit_ts=_commit_ts(document, extension)))
 
 
 def _document(value: bytes | None) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def _text(document: dict[str, Any], field: str) -> str:
     return value
 
 
-def _tso(document: dict[str, Any], field: str, where: str) -> int:
+def _tso(document: dict[str, Any], field: str, *, where: str) -> int:
     value = document.get(field)
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 63:
         raise MessageFormatError(f"`{where}.{field}` must be a TSO (an integer >= 0)",
@@ -88,13 +88,13 @@ def _tso(document: dict[str, Any], field: str, where: str) -> int:
 
 def _commit_ts(document: dict[str, Any], extension: dict[str, Any]) -> int:
     if "commitTs" in extension:
-        return _tso(extension, "commitTs", "_tidb")
+        return _tso(extension, "commitTs", where="_tidb")
     if document.get("es") is None:
         return 0
-    return _tso(document, "es", "message") << 18
+    return _tso(document, "es", where="message") << 18
 
 
-def _rows(index: int, kind: EventKind, document: dict[str, Any], commit_ts: int
+def _rows(document: dict[str, Any], *, kind: EventKind, index: int, commit_ts: int
           ) -> list[ChangeEvent]:
     schema, table = _text(document, "database"), _text(document, "table")
     if not schema or not table:
@@ -109,16 +109,19 @@ def _rows(index: int, kind: EventKind, document: dict[str, Any], commit_ts: int
     pk_names = document.get("pkNames") or []
     if not isinstance(pk_names, list) or not all(isinstance(n, str) for n in pk_names):
         raise MessageFormatError("`pkNames` must be a list of column names", field="pkNames")
+    sql_items = tuple(sql_types.items()) if isinstance(sql_types, dict) else None
     events = []
     for position, row in enumerate(data):
-        types, definition = _shape(schema, table, row, mysql_types, sql_types, pk_names)
-        after = _typed(row, types, f"data/{position}")
+        types, definition = _shape(_Shape(schema, table, tuple(row),
+                                          tuple(mysql_types.items()), sql_items,
+                                          tuple(pk_names)))
+        after = _typed(row, types, where=f"data/{position}")
         if kind is EventKind.DELETE:
             events.append(ChangeEvent(kind, schema, table, commit_ts, index, old_row=after))
             continue
         before = None
         if kind is EventKind.UPDATE:
-            before = _old_row(old[position], after, types, position)
+            before = _old_row(old[position], after, types=types, position=position)
         events.append(ChangeEvent(kind, schema, table, commit_ts, index, row=after,
                                   old_row=before, definition=definition))
     return events
@@ -140,55 +143,64 @@ def _mapping(document: dict[str, Any], field: str) -> dict[str, Any]:
     return value
 
 
-def _shape(schema: str, table: str, row: dict[str, Any], mysql_types: dict[str, Any],
-           sql_types: Any, pk_names: list[str]
-           ) -> tuple[dict[str, ColumnType], TableDefinition]:
+class _Shape(NamedTuple):
+    """What a row's column types and table definition derive from: its table, columns (in
+    ``data`` order), ``mysqlType``, ``sqlType`` (its items; None when it is not an object)
+    and ``pkNames``."""
+
+    schema: str
+    table: str
+    columns: tuple[str, ...]
+    mysql_types: tuple[tuple[str, Any], ...]
+    sql_types: tuple[tuple[str, Any], ...] | None
+    pk_names: tuple[str, ...]
+
+
+def _shape(shape: _Shape) -> tuple[dict[str, ColumnType], TableDefinition]:
     """The row's column types and the table definition they imply. A table's messages repeat
     the same columns, types and key, so these are derived once per distinct shape (the
     result is shared: never modified)."""
     try:
-        return _cached_shape(schema, table, tuple(row), tuple(mysql_types.items()), tuple(
-            sql_types.items()) if isinstance(sql_types, dict) else None, tuple(pk_names))
+        return _cached_shape(shape)
     except TypeError:  # an unhashable type entry: not cached (and refused below)
-        return _derive_shape(schema, table, tuple(row), tuple(mysql_types.items()),
-                             sql_types, tuple(pk_names))
+        return _derive_shape(shape)
 
 
-def _derive_shape(schema: str, table: str, columns: tuple[str, ...],
-                  mysql_types: tuple[tuple[str, Any], ...], sql_types: Any,
-                  pk_names: tuple[str, ...]) -> tuple[dict[str, ColumnType], TableDefinition]:
-    if isinstance(sql_types, tuple):
-        sql_types = dict(sql_types)
-    types, missing = _types(dict.fromkeys(columns), dict(mysql_types), sql_types)
-    return types, derive_definition(schema, table, types, missing, list(pk_names))
+def _derive_shape(shape: _Shape) -> tuple[dict[str, ColumnType], TableDefinition]:
+    sql_types = None if shape.sql_types is None else dict(shape.sql_types)
+    types, missing = _types(shape.columns, mysql_types=dict(shape.mysql_types),
+                            sql_types=sql_types)
+    return types, derive_definition(shape.schema, shape.table, types=types, missing=missing,
+                                    pk_names=list(shape.pk_names))
 
 
 _cached_shape = functools.lru_cache(maxsize=1024)(_derive_shape)
 
 
-def _types(row: dict[str, Any], mysql_types: dict[str, Any], sql_types: Any
-           ) -> tuple[dict[str, ColumnType], dict[str, str]]:
+def _types(columns: tuple[str, ...], *, mysql_types: dict[str, Any],
+           sql_types: dict[str, Any] | None) -> tuple[dict[str, ColumnType], dict[str, str]]:
     types: dict[str, ColumnType] = {}
     missing: dict[str, str] = {}
-    for column in row:
-        sql_type = sql_types.get(column) if isinstance(sql_types, dict) else None
-        types[column], fact = column_type(column, mysql_types.get(column), sql_type)
+    for column in columns:
+        sql_type = None if sql_types is None else sql_types.get(column)
+        types[column], fact = column_type(column, mysql_types.get(column), sql_type=sql_type)
         if fact is not None:
             missing[column] = fact
     return types, missing
 
 
-def _typed(row: dict[str, Any], types: dict[str, ColumnType], where: str) -> dict[str, Any]:
-    return {column: typed_value(column, types[column], value, where)
+def _typed(row: dict[str, Any], types: dict[str, ColumnType], *, where: str
+           ) -> dict[str, Any]:
+    return {column: typed_value(column, types[column], value=value, where=where)
             for column, value in row.items()}
 
 
-def _old_row(old: dict[str, Any], after: dict[str, Any], types: dict[str, ColumnType],
+def _old_row(old: dict[str, Any], after: dict[str, Any], *, types: dict[str, ColumnType],
              position: int) -> dict[str, Any]:
     unknown = [c for c in old if c not in types]
     if unknown:
         raise MessageFormatError(f"column `{unknown[0]}` is in `old` but not in `data`",
                                  column=unknown[0], field=f"old/{position}/{unknown[0]}")
-    changed = _typed(old, types, f"old/{position}")
+    changed = _typed(old, types, where=f"old/{position}")
     return {column: changed.get(column, value) if column in old else value
             for column, value in after.items()}

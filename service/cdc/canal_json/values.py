@@ -56,7 +56,7 @@ _PARSERS: dict[TypeFamily, Callable[[str], Any]] = {
 }
 
 
-def typed_value(column: str, column_type: ColumnType, value: Any, where: str) -> Any:
+def typed_value(column: str, column_type: ColumnType, *, value: Any, where: str) -> Any:
     """The typed value of one ``data``/``old`` entry (`where` + ``/column`` names it in
     errors, e.g. ``data/0/price``).
 

@@ -48,7 +48,8 @@ _UNKNOWN_PARAMETERS = {
 _INTEGERS = (MySQLType.TINYINT, MySQLType.SMALLINT, MySQLType.MEDIUMINT, MySQLType.INT,
              MySQLType.BIGINT)
 
-def derive_definition(schema: str, table: str, columns: dict[str, dict[str, Any]]
+
+def derive_definition(schema: str, table: str, *, columns: dict[str, dict[str, Any]]
                       ) -> TableDefinition:
     """The definition implied by a full row image (`columns`: name -> column object).
 
@@ -61,7 +62,7 @@ def derive_definition(schema: str, table: str, columns: dict[str, dict[str, Any]
     for name, obj in columns.items():
         flags = obj.get("f")
         handle = obj.get("h") is True or (flags is not None and bool(flags & HANDLE_KEY_FLAG))
-        column_type, fact = _column_type(name, obj["t"], flags)
+        column_type, fact = _column_type(name, obj["t"], flags=flags)
         if fact is not None:
             missing.append(MissingFact(name, fact))
         nullable = not handle if flags is None else bool(flags & NULLABLE_FLAG)
@@ -71,7 +72,7 @@ def derive_definition(schema: str, table: str, columns: dict[str, dict[str, Any]
     return TableDefinition(schema, table, tuple(built), tuple(key), exact=False,
                            source=SOURCE, missing=tuple(missing))
 
-def _column_type(name: str, code: int, flags: int | None) -> tuple[ColumnType, str | None]:
+def _column_type(name: str, code: int, *, flags: int | None) -> tuple[ColumnType, str | None]:
     unsigned = flags is not None and bool(flags & UNSIGNED_FLAG)
     if code in _STRINGS:
         text, binary = _STRINGS[code]

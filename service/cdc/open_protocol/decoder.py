@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from service.cdc.definition import TableDefinition
 from service.cdc.errors import MessageFormatError
 from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, SourceMessage
 from service.cdc.open_protocol.columns import derive_definition
@@ -51,21 +52,20 @@ class Decoder:
             raise MessageFormatError(
                 f"the key starts with protocol version {version}; only 1 is defined",
                 part="key", offset=0)
-        keys = _entries(message.key, _LENGTH, "key")
-        values = _entries(message.value or b"", 0, "value")
+        keys = _entries(message.key, _LENGTH, part="key")
+        values = _entries(message.value or b"", 0, part="value")
         if values and len(values) != len(keys):
             raise MessageFormatError(
                 f"the key holds {len(keys)} event key(s) but the value {len(values)} event "
                 f"value(s); they pair by position", part="value")
         decoded = DecodedMessage()
-        for position, (key_offset, key_bytes) in enumerate(keys):
+        for position, key in enumerate(keys):
             value = values[position] if values else None
-            decoded.events.append(
-                _event(message.index, position, key_offset, key_bytes, value))
+            decoded.events.append(_event(key, value, index=message.index, position=position))
         return decoded
 
 
-def _entries(data: bytes, start: int, part: str) -> list[tuple[int, bytes]]:
+def _entries(data: bytes, start: int, *, part: str) -> list[tuple[int, bytes]]:
     """The length-prefixed entries of `data` from `start`, each with its payload's offset."""
     entries: list[tuple[int, bytes]] = []
     offset = start
@@ -85,7 +85,7 @@ def _entries(data: bytes, start: int, part: str) -> list[tuple[int, bytes]]:
     return entries
 
 
-def _json(raw: bytes, part: str, offset: int, position: int) -> dict[str, Any]:
+def _json(raw: bytes, *, part: str, offset: int, position: int) -> dict[str, Any]:
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -99,9 +99,11 @@ def _json(raw: bytes, part: str, offset: int, position: int) -> dict[str, Any]:
     return document
 
 
-def _event(index: int, position: int, key_offset: int, key_bytes: bytes,
-           value: tuple[int, bytes] | None) -> ChangeEvent:
-    key = _json(key_bytes, "key", key_offset, position)
+def _event(key_entry: tuple[int, bytes], value: tuple[int, bytes] | None, *, index: int,
+           position: int) -> ChangeEvent:
+    """The event of one (key, value) pair: each entry is (its payload's offset, payload)."""
+    key_offset, key_bytes = key_entry
+    key = _json(key_bytes, part="key", offset=key_offset, position=position)
     ts, kind = key.get("ts"), key.get("t")
     if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
         raise MessageFormatError(f"event {position}: `ts` must be a TSO (an integer)",
@@ -111,12 +113,12 @@ def _event(index: int, position: int, key_offset: int, key_bytes: bytes,
     if kind not in (1, 2):
         raise MessageFormatError(f"event {position}: unknown event type t={kind!r}",
                                  part="key", offset=key_offset, field="t", event=position)
-    schema, table = _name(key, "scm", position, key_offset), _name(key, "tbl", position,
-                                                                  key_offset)
+    schema = _name(key, "scm", position=position, offset=key_offset)
+    table = _name(key, "tbl", position=position, offset=key_offset)
     if value is None or not value[1]:
         raise MessageFormatError(f"event {position}: a row or DDL event needs a value",
                                  part="value", event=position)
-    body = _json(value[1], "value", value[0], position)
+    body = _json(value[1], part="value", offset=value[0], position=position)
     if kind == 2:
         query = body.get("q")
         if not isinstance(query, str):
@@ -129,10 +131,11 @@ def _event(index: int, position: int, key_offset: int, key_bytes: bytes,
             f"event {position}: the message carries only the handle key (large-message "
             f"handling `ohk`/`ccl`); the row itself is not in it and cannot be converted",
             part="key", offset=key_offset, field="ohk", event=position)
-    return _row_event(index, position, value[0], ts, schema, table, body)
+    return _row_event(body, index=index, position=position, offset=value[0], ts=ts,
+                      schema=schema, table=table)
 
 
-def _name(key: dict[str, Any], field: str, position: int, offset: int) -> str:
+def _name(key: dict[str, Any], field: str, *, position: int, offset: int) -> str:
     name = key.get(field, "")
     if not isinstance(name, str):
         raise MessageFormatError(f"event {position}: `{field}` must be a string",
@@ -140,28 +143,31 @@ def _name(key: dict[str, Any], field: str, position: int, offset: int) -> str:
     return name
 
 
-def _row_event(index: int, position: int, offset: int, ts: int, schema: str, table: str,
-               body: dict[str, Any]) -> ChangeEvent:
+def _row_event(body: dict[str, Any], *, index: int, position: int, offset: int, ts: int,
+               schema: str, table: str) -> ChangeEvent:
     if not schema or not table:
         raise MessageFormatError(f"event {position}: a row event needs `scm` and `tbl`",
                                  part="key", event=position)
-    images = {name: _image(body[name], name, position, offset)
+    images = {name: _image(body[name], name, position=position, offset=offset)
               for name in ("u", "p", "d") if name in body}
     if "d" in images:
         return ChangeEvent(EventKind.DELETE, schema, table, ts, index,
-                           old_row=_typed(images["d"], position, offset))
+                           old_row=_typed(images["d"], position=position, offset=offset))
     if "u" not in images:
         raise MessageFormatError(f"event {position}: a row value needs `u` or `d`",
                                  part="value", offset=offset, event=position)
     after = images["u"]
+    row = _typed(after, position=position, offset=offset)
+    before = _typed(images["p"], position=position, offset=offset) if "p" in images else None
     return ChangeEvent(
         EventKind.UPDATE if "p" in images else EventKind.INSERT, schema, table, ts, index,
-        row=_typed(after, position, offset),
-        old_row=_typed(images["p"], position, offset) if "p" in images else None,
-        definition=_definition(schema, table, after, position, offset))
+        row=row, old_row=before,
+        definition=_definition(after, schema=schema, table=table, position=position,
+                               offset=offset))
 
 
-def _image(columns: Any, name: str, position: int, offset: int) -> dict[str, dict[str, Any]]:
+def _image(columns: Any, name: str, *, position: int, offset: int
+           ) -> dict[str, dict[str, Any]]:
     if not isinstance(columns, dict):
         raise MessageFormatError(f"event {position}: `{name}` must be an object of columns",
                                  part="value", offset=offset, field=name, event=position)
@@ -181,20 +187,20 @@ def _image(columns: Any, name: str, position: int, offset: int) -> dict[str, dic
     return columns
 
 
-def _typed(columns: dict[str, dict[str, Any]], position: int, offset: int
+def _typed(columns: dict[str, dict[str, Any]], *, position: int, offset: int
            ) -> dict[str, Any]:
     try:
-        return {name: typed_value(name, obj["t"], obj.get("f"), obj.get("v"))
+        return {name: typed_value(name, obj["t"], flags=obj.get("f"), value=obj.get("v"))
                 for name, obj in columns.items()}
     except MessageFormatError as exc:
         exc.details.update(part="value", offset=offset, event=position)
         raise
 
 
-def _definition(schema: str, table: str, columns: dict[str, dict[str, Any]], position: int,
-                offset: int) -> Any:
+def _definition(columns: dict[str, dict[str, Any]], *, schema: str, table: str,
+                position: int, offset: int) -> TableDefinition:
     try:
-        return derive_definition(schema, table, columns)
+        return derive_definition(schema, table, columns=columns)
     except MessageFormatError as exc:
         exc.details.update(part="value", offset=offset, event=position)
         raise

@@ -35,7 +35,7 @@ _KNOWN_CODES = _INT_CODES | _FLOAT_CODES | _STRING_CODES | TEXT_CODES | BLOB_COD
     _NULL_CODE}
 
 
-def typed_value(column: str, code: int, flags: int | None, value: Any) -> Any:
+def typed_value(column: str, code: int, *, flags: int | None, value: Any) -> Any:
     """The typed value of one column object (`flags` None for the generation without ``f``).
 
     Raises:
@@ -50,22 +50,22 @@ def typed_value(column: str, code: int, flags: int | None, value: Any) -> Any:
     if code in _INT_CODES:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        raise _bad(column, code, "an integer", value)
+        raise _bad(column, code, expected="an integer", value=value)
     if code in _FLOAT_CODES:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-        raise _bad(column, code, "a number", value)
+        raise _bad(column, code, expected="a number", value=value)
     if not isinstance(value, str):
-        raise _bad(column, code, "a string", value)
+        raise _bad(column, code, expected="a string", value=value)
     if code in _STRING_CODES:
         return value
     if code in TEXT_CODES or code in BLOB_CODES:
-        return _string_family(column, code, flags, value)
+        return _string_family(column, code, flags=flags, value=value)
     raise MessageFormatError(f"column `{column}`: type code {code} (NULL) with a value",
                              column=column, field=f"{column}/v")
 
 
-def _string_family(column: str, code: int, flags: int | None, value: str) -> Any:
+def _string_family(column: str, code: int, *, flags: int | None, value: str) -> Any:
     if flags is None or code in BLOB_CODES:
         raw = _base64(column, value)
         if flags is None or flags & BINARY_FLAG:
@@ -97,7 +97,7 @@ def _utf8(column: str, raw: bytes) -> str:
             column=column, field=f"{column}/v") from exc
 
 
-def _bad(column: str, code: int, expected: str, value: Any) -> MessageFormatError:
+def _bad(column: str, code: int, *, expected: str, value: Any) -> MessageFormatError:
     return MessageFormatError(
         f"column `{column}`: type code {code} needs {expected}, got {type(value).__name__}",
         column=column, field=f"{column}/v")

@@ -61,7 +61,7 @@ class SchemaCache:
         """Remember a definition under its (schema, table, version)."""
         self._lru.put((definition.schema, definition.table, definition.version), definition)
 
-    def get(self, schema: str, table: str, version: int) -> TableDefinition | None:
+    def get(self, schema: str, table: str, *, version: int) -> TableDefinition | None:
         """The definition of that version of the table, if known."""
         found: TableDefinition | None = self._lru.get((schema, table, version))
         return found

@@ -93,7 +93,7 @@ _PARSERS: dict[TypeFamily, Callable[[Any], Any]] = {
 }
 
 
-def typed_value(column: str, column_type: ColumnType, value: Any, field: str) -> Any:
+def typed_value(column: str, column_type: ColumnType, *, value: Any, field: str) -> Any:
     """The typed value of one ``data``/``old`` entry.
 
     Raises:
