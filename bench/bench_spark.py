@@ -28,22 +28,23 @@ from service.core.ddl import table_from_ddl
 from service.core.framing import frame
 from service.core.record_codec import RecordCodec
 from service.core.schema import generate_schemas
+from spark_jobs.bad_messages import triaged
 from spark_jobs.config import Mode
-from spark_jobs.schemas import SubjectSchemas, TopicSchemas
+from spark_jobs.schemas import SubjectVersions, TopicVersions
 from spark_jobs.session import build_session
-from spark_jobs.transforms import decode, fail_on_problem, frame_problem, with_frames
+from spark_jobs.transforms import with_frames
 
 DISTINCT = 10_000
 UDF_RECORDS = 100_000
 
 
-def schemas_for(ddls: list[str]) -> tuple[list[dict], TopicSchemas]:
+def schemas_for(ddls: list[str]) -> tuple[list[dict], TopicVersions]:
     values = [generate_schemas(table_from_ddl(d)).value_schema for d in ddls]
     key = generate_schemas(table_from_ddl(ddls[-1])).key_schema
     by_id = {i + 1: json.dumps(v) for i, v in enumerate(values)}
-    value = SubjectSchemas("bench-value", by_id[len(values)], len(values), by_id)
-    key_subject = SubjectSchemas("bench-key", json.dumps(key), 100, {100: json.dumps(key)})
-    return values, TopicSchemas("bench", key_subject, value)
+    value = SubjectVersions("bench-value", by_id[len(values)], len(values), by_id)
+    key_subject = SubjectVersions("bench-key", json.dumps(key), 100, {100: json.dumps(key)})
+    return values, TopicVersions("bench", key_subject, value)
 
 
 def dump(spark: SparkSession, path: Path, values: list[dict], key_schema: str, total: int
@@ -86,12 +87,11 @@ def noop(df: DataFrame) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def job_pipeline(df: DataFrame, schemas: TopicSchemas) -> None:
-    """What bulk_read does between reading and writing: frame checks (failing in the same
-    pass), then decode per writer id (keys of tombstones only)."""
-    framed = with_frames(df).withColumn("_problem", frame_problem(schemas))
-    decoded = decode(framed.where(fail_on_problem()), schemas, Mode.FAILFAST)
-    noop(decoded.drop("_undecoded", "key", "value"))
+def job_pipeline(df: DataFrame, schemas: TopicVersions) -> None:
+    """What bulk_read does between reading and writing (failfast): frame checks, then decode
+    per writer id (keys of tombstones only), stopping at a bad message in the same pass."""
+    with triaged(with_frames(df), schemas, mode=Mode.FAILFAST) as messages:
+        noop(messages.rows)
 
 
 def main() -> None:

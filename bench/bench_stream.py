@@ -286,7 +286,7 @@ def measure_latency(spark: SparkSession, topic: Topic, work: Path, first_id: int
 
     def stream() -> None:
         try:
-            run(spark, config, stop)
+            run(spark, config, stop=stop)
         except BaseException as exc:  # reported below
             errors.append(exc)
 

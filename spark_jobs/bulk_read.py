@@ -12,22 +12,14 @@ import sys
 from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from spark_jobs import sources
-from spark_jobs.config import JobConfig, Mode, parse_args
+from spark_jobs.bad_messages import triaged
+from spark_jobs.config import JobConfig, parse_args
 from spark_jobs.errors import JobError
-from spark_jobs.schemas import TopicSchemas, resolve_schemas
+from spark_jobs.schemas import TopicVersions, resolve_schemas
 from spark_jobs.session import run_job
-from spark_jobs.transforms import (
-    BAD_FRAME,
-    dead_letters,
-    decode,
-    fail_on_problem,
-    frame_problem,
-    latest_state,
-    with_frames,
-)
+from spark_jobs.transforms import latest_state, with_frames
 
 __all__ = ["main", "run"]
 
@@ -36,46 +28,27 @@ def run(spark: SparkSession, config: JobConfig) -> None:
     """Run the job in `spark` (tests call this with their session).
 
     Raises:
-        JobError: bad input, unreachable service/registry/broker, bad frames in failfast mode.
+        JobError: bad input, unreachable service/registry/broker, a bad message in failfast
+            mode.
     """
     schemas = resolve_schemas(config)
     if config.materialize and schemas.key is None:
         raise JobError(f"topic {config.topic} has no key schema: --materialize needs a key")
     for path in filter(None, (config.output, config.dead_letter)):
-        sources.require_absent(spark, path, config.overwrite)
+        sources.require_absent(spark, path, overwrite=config.overwrite)
     if config.bootstrap_servers:
-        sources.check_topic(config)
-    framed = with_frames(sources.read_source(spark, config)).withColumn(
-        "_problem", frame_problem(schemas))
-    if config.mode is Mode.FAILFAST:
-        good = framed.where(fail_on_problem())
-    else:
-        assert config.dead_letter is not None
-        good = framed.where("_problem IS NULL")
-    decoded = decode(good, schemas, config.mode)
-    if config.mode is Mode.PERMISSIVE:
-        dead = dead_letters(framed.where("_problem IS NOT NULL"), F.col("_problem")).unionByName(
-            dead_letters(decoded.where("_undecoded"),
-                         F.lit("the body does not decode with its writer schema"),
-                         partition="_partition", offset="_offset"))
-        sources.write_parquet(spark, dead, str(config.dead_letter))
-    # FAILFAST from_avro raises instead of giving null, so there is nothing to filter (and a
-    # filter on the decoded struct would be pushed below it, decoding every body twice).
-    ok = decoded if config.mode is Mode.FAILFAST else decoded.where("NOT _undecoded")
-    rows = _typed(ok, schemas, config)
-    try:
-        sources.write_output(spark, rows, config.output, config.output_format.value)
-    except Exception as exc:
-        text = str(exc)
-        if BAD_FRAME not in text:
-            raise
-        reason = text.split(BAD_FRAME, 1)[1].splitlines()[0].split(" SQLSTATE")[0].rstrip(". ")
-        raise JobError(f"{reason} (--mode permissive --dead-letter PATH sets bad messages "
-                       f"aside)") from exc
+        sources.check_topic(config.bootstrap_servers, config.topic)
+    framed = with_frames(sources.read_source(spark, config))
+    with triaged(framed, schemas, mode=config.mode) as messages:
+        if messages.dead is not None:
+            assert config.dead_letter is not None  # parse_args: permissive needs it
+            sources.write_parquet(spark, messages.dead, path=config.dead_letter)
+        sources.write_output(spark, _output(messages.rows, schemas, config=config),
+                             path=config.output, data_format=config.output_format.value)
 
 
-def _typed(decoded: DataFrame, schemas: TopicSchemas, config: JobConfig) -> DataFrame:
-    rows = decoded.drop("_undecoded", "key", "value")
+def _output(rows: DataFrame, schemas: TopicVersions, *, config: JobConfig) -> DataFrame:
+    """Every change, or with ``--materialize`` the latest state per key."""
     if config.materialize:
         assert schemas.key is not None
         return latest_state(rows, schemas.key.field_names())
@@ -85,7 +58,7 @@ def _typed(decoded: DataFrame, schemas: TopicSchemas, config: JobConfig) -> Data
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse argv, run on a fresh session, report errors in one line (exit 2)."""
     config = parse_args(argv)
-    return run_job("bulk_read", config.master, lambda spark: run(spark, config))
+    return run_job("bulk_read", lambda spark: run(spark, config), master=config.master)
 
 
 if __name__ == "__main__":

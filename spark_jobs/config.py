@@ -15,18 +15,22 @@ __all__ = ["JobConfig", "Mode", "OutputFormat", "SchemaSource", "StreamConfig", 
 
 
 class SchemaSource(Protocol):
-    """Where a job finds its topic's schemas (both jobs' configurations are one):
-    `service_url` (``--service-url``) when set, else the registry at `registry_url`
-    (``--registry-url``), else at ``FLATAVRO_REGISTRY_URL``."""
+    """Where a job finds its topic's schemas (both jobs' configurations are one): the
+    registry at `registry_url` (``--registry-url``), else the embedded registry of the
+    service at `service_url` (``--service-url``), else the registry at
+    ``FLATAVRO_REGISTRY_URL``."""
 
     @property
-    def topic(self) -> str: ...
+    def topic(self) -> str:
+        """The flat-avro topic, whose subjects are ``<topic>-key`` and ``<topic>-value``."""
+
     @property
-    def service_url(self) -> str | None: ...
+    def service_url(self) -> str | None:
+        """The flatavro service whose embedded registry (``/registry``) holds the schemas."""
+
     @property
-    def registry_url(self) -> str | None: ...
-    @property
-    def bootstrap_servers(self) -> str | None: ...
+    def registry_url(self) -> str | None:
+        """A Confluent-compatible registry (None: the service's, or the environment's)."""
 
 
 class Mode(enum.Enum):
@@ -71,8 +75,11 @@ class _Parser(argparse.ArgumentParser):
 
 REGISTRY_URL_VARIABLE = "FLATAVRO_REGISTRY_URL"
 
-SERVICE_URL_HELP = ("the flatavro service: schemas from its /v1/subjects (plain GETs without "
-                    "credentials)")
+SERVICE_URL_HELP = (
+    "the flatavro service: schemas from its embedded registry, read as --registry-url "
+    "<service>/registry (a service that uses an external registry has none: pass that registry "
+    "as --registry-url); an API key of a service with FLATAVRO_API_KEYS goes in "
+    "FLATAVRO_REGISTRY_BEARER_TOKEN")
 REGISTRY_URL_HELP = (
     "a Confluent-compatible schema registry (a path prefix is fine); default: "
     "$FLATAVRO_REGISTRY_URL. As for the service, credentials and TLS come from the environment "

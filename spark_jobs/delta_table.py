@@ -15,14 +15,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.config import Mode
 from spark_jobs.errors import JobError
-from spark_jobs.schemas import SubjectSchemas, TopicSchemas, for_spark
+from spark_jobs.schemas import SubjectVersions, TopicVersions, for_spark
 from spark_jobs.sources import path_exists, qualified
 from spark_jobs.transforms import BOOKKEEPING, decode, with_frames
 
@@ -49,22 +49,22 @@ _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 _INTEGRAL_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
 
 
-def table_schema(spark: SparkSession, schemas: TopicSchemas) -> T.StructType:
+def table_schema(spark: SparkSession, schemas: TopicVersions) -> T.StructType:
     """The table's columns for the topic's latest version: the value's columns as `decode`
     types them; a keyless topic (no key schema) also keeps `BOOKKEEPING` (a change log).
     Every column nullable (Delta writes them so)."""
     empty = with_frames(spark.createDataFrame([], KAFKA_SCHEMA))
-    decoded = decode(empty, schemas, Mode.FAILFAST)
+    decoded = decode(empty, schemas, mode=Mode.FAILFAST)
     names = schemas.value.field_names() + (list(BOOKKEEPING) if schemas.key is None else [])
     return T.StructType([T.StructField(f.name, f.dataType, True)
                          for f in decoded.select(*names).schema.fields])
 
 
-def version_schemas(spark: SparkSession, schemas: TopicSchemas) -> dict[int, T.StructType]:
+def version_schemas(spark: SparkSession, schemas: TopicVersions) -> dict[int, T.StructType]:
     """The table's columns as each registered value version (by schema id) would have them."""
-    return {schema_id: table_schema(spark, TopicSchemas(
-        schemas.topic, schemas.key, SubjectSchemas(schemas.value.subject, text, schema_id,
-                                                   {schema_id: text})))
+    return {schema_id: table_schema(spark, TopicVersions(
+        schemas.topic, schemas.key, SubjectVersions(schemas.value.subject, text, schema_id,
+                                                    {schema_id: text})))
         for schema_id, text in schemas.value.by_id.items()}
 
 
@@ -117,7 +117,7 @@ def _widens(old: T.DataType, new: T.DataType) -> bool:
     return o == "date" and n in ("timestamp", "timestamp_ntz")
 
 
-def plan_evolution(have: T.StructType, want: T.StructType, subject: str) -> Evolution:
+def plan_evolution(have: T.StructType, want: T.StructType, *, subject: str) -> Evolution:
     """What changes the table needs (empty when none).
 
     Raises:
@@ -142,7 +142,7 @@ def plan_evolution(have: T.StructType, want: T.StructType, subject: str) -> Evol
         widened=tuple(n for n in new if n in old and old[n] != new[n]), target=want)
 
 
-def check_table(spark: SparkSession, path: str, topic: str,
+def check_table(spark: SparkSession, path: str, *, topic: str,
                 versions: dict[int, T.StructType], latest: T.StructType) -> bool:
     """Whether a Delta table for `topic` exists at `path` (False: nothing there yet).
 
@@ -156,7 +156,9 @@ def check_table(spark: SparkSession, path: str, topic: str,
         raise JobError(f"{path} exists and is not a Delta table: give --table-path a new path "
                        f"or an existing Delta table of topic {topic}")
     table = DeltaTable.forPath(spark, path)
-    owner = table.detail().select("properties").first()[0].get(TOPIC_PROPERTY)  # type: ignore[index]
+    detail = table.detail().select("properties").first()
+    assert detail is not None  # a Delta table's detail is one row
+    owner = detail[0].get(TOPIC_PROPERTY)
     if owner is not None and owner != topic:
         raise JobError(f"the Delta table at {path} mirrors topic {owner}, not {topic}")
     have = table.toDF().schema
@@ -166,7 +168,7 @@ def check_table(spark: SparkSession, path: str, topic: str,
     return True
 
 
-def create_table(spark: SparkSession, path: str, topic: str, schema: T.StructType) -> None:
+def create_table(spark: SparkSession, path: str, *, topic: str, schema: T.StructType) -> None:
     """An empty Delta table with the topic's columns and the topic as a property."""
     # The builder wants an absolute or scheme-qualified location.
     DeltaTable.createIfNotExists(spark).location(qualified(spark, path)).addColumns(
@@ -189,7 +191,8 @@ def check_dead_letter_table(spark: SparkSession, path: str) -> None:
                        f"{', '.join(columns)}, not {', '.join(DEAD_LETTER_COLUMNS)}")
 
 
-def _defaults(spark: SparkSession, subject: SubjectSchemas, names: tuple[str, ...]) -> DataFrame:
+def _defaults(spark: SparkSession, subject: SubjectVersions, *, names: tuple[str, ...]
+              ) -> DataFrame:
     """One row: each named column's Avro default, typed as `from_avro` types the column (Avro's
     own schema resolution fills a field the writer lacks with the reader's default, so the
     value is what a message of the old version decodes to)."""
@@ -208,22 +211,22 @@ def _defaults(spark: SparkSession, subject: SubjectSchemas, names: tuple[str, ..
     return spark.range(1).select(value.alias("d")).select("d.*")
 
 
-def evolve(spark: SparkSession, path: str, evolution: Evolution,
-           subject: SubjectSchemas) -> None:
+def evolve(spark: SparkSession, path: str, *, evolution: Evolution,
+           subject: SubjectVersions) -> None:
     """Give the table the latest version's columns in one commit: new columns hold their
     default in every existing row (as TiDB shows them after ``ADD COLUMN ... DEFAULT``),
     dropped columns go, widened ones are cast. The whole table is rewritten once (Delta's
     ``overwriteSchema``), so a crash leaves the old table or the new one, never a mix."""
     rows = DeltaTable.forPath(spark, path).toDF()
     if evolution.added:
-        rows = rows.crossJoin(F.broadcast(_defaults(spark, subject, evolution.added)))
+        rows = rows.crossJoin(F.broadcast(_defaults(spark, subject, names=evolution.added)))
     rows = rows.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name)
                          for f in evolution.target.fields])
     rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
 
 
 @contextmanager
-def _idempotent(spark: SparkSession, app_id: str, batch_id: int) -> Iterator[None]:
+def _idempotent(spark: SparkSession, *, app_id: str, batch_id: int) -> Iterator[None]:
     spark.conf.set(_TXN_APP_ID, app_id)
     spark.conf.set(_TXN_VERSION, str(batch_id))
     try:
@@ -233,13 +236,14 @@ def _idempotent(spark: SparkSession, app_id: str, batch_id: int) -> Iterator[Non
         spark.conf.unset(_TXN_VERSION)
 
 
-def merge_changes(spark: SparkSession, path: str, changes: DataFrame, key_columns: list[str],
-                  columns: list[str], app_id: str, batch_id: int) -> None:
+def merge_changes(spark: SparkSession, path: str, *, changes: DataFrame,
+                  key_columns: list[str], columns: list[str], app_id: str,
+                  batch_id: int) -> None:
     """MERGE the last change per key: deletes remove the row, upserts update or insert it.
     Skipped by Delta when this (app id, batch id) is already in the table's log."""
-    values = {c: F.col(f"s.`{c}`") for c in columns}
+    values: dict[str, str | Column] = {c: F.col(f"s.`{c}`") for c in columns}
     on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns)
-    with _idempotent(spark, app_id, batch_id):
+    with _idempotent(spark, app_id=app_id, batch_id=batch_id):
         (DeltaTable.forPath(spark, path).alias("t").merge(changes.alias("s"), on)
          .whenMatchedDelete("s._op = 'delete'")
          .whenMatchedUpdate("s._op = 'upsert'", values)
@@ -247,7 +251,7 @@ def merge_changes(spark: SparkSession, path: str, changes: DataFrame, key_column
          .execute())
 
 
-def append_changes(df: DataFrame, path: str, app_id: str, batch_id: int) -> None:
+def append_changes(df: DataFrame, path: str, *, app_id: str, batch_id: int) -> None:
     """Append rows (a keyless table's changes, dead letters), once per (app id, batch id)."""
     (df.write.format("delta").mode("append").option("txnAppId", app_id)
      .option("txnVersion", str(batch_id)).save(path))

@@ -1,9 +1,13 @@
 """Schemas from a Confluent-compatible registry through the service's own client,
 `service.registry.client.HttpSchemaRegistry`, configured by the service's settings class
-(`RegistrySettings`): ``--registry-url`` wins over ``FLATAVRO_REGISTRY_URL``; basic or bearer
-auth (``FLATAVRO_REGISTRY_USERNAME``/``_PASSWORD``, ``_BEARER_TOKEN``), TLS
-(``_VERIFY_TLS``, ``_CA_BUNDLE``), ``_TIMEOUT``, ``_RETRY_BUDGET`` and the breaker come only
-from the environment, never from argv (so they stay out of ``ps``).
+(`RegistrySettings`).
+
+The registry is ``--registry-url``, else the flatavro service's embedded registry
+(``--service-url`` + ``/registry``, its Confluent API), else ``FLATAVRO_REGISTRY_URL``. Basic or
+bearer auth (``FLATAVRO_REGISTRY_USERNAME``/``_PASSWORD``, ``_BEARER_TOKEN``: for a service with
+``FLATAVRO_API_KEYS``, one of its keys as the bearer token or the password), TLS
+(``_VERIFY_TLS``, ``_CA_BUNDLE``), ``_TIMEOUT``, ``_RETRY_BUDGET`` and the breaker come only from
+the environment, never from argv (so they stay out of ``ps``).
 
 Driver only, imported by `resolve_schemas` when it runs (pydantic-settings and the client are
 never imported on executors). Every failure is one `JobError` line naming the subject and the
@@ -15,22 +19,30 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import ssl
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
 from service.core.naming import SubjectKind, subject_for
 from service.registry.client import HttpSchemaRegistry, RegistryClientConfig
 from service.registry.errors import (
+    RegistryAuthError,
     RegistryError,
     RegistryUnavailableError,
+    RegistryUnsupportedError,
     SubjectNotFoundError,
     VersionNotFoundError,
 )
 from service.registry.settings import RegistrySettings
+from spark_jobs.config import SchemaSource
 from spark_jobs.errors import JobError
-from spark_jobs.schemas import SubjectSchemas, TopicSchemas
+from spark_jobs.schemas import SubjectVersions, TopicVersions
 
-__all__ = ["registry_settings", "resolve_from_registry"]
+__all__ = ["registry_settings", "resolve_from_registry", "EMBEDDED_REGISTRY_PATH"]
+
+EMBEDDED_REGISTRY_PATH = "/registry"
+"""Where ``flatavro serve`` mounts its embedded registry's Confluent API."""
 
 _CREDENTIALS = ("credentials come from FLATAVRO_REGISTRY_USERNAME and "
                 "FLATAVRO_REGISTRY_PASSWORD, or FLATAVRO_REGISTRY_BEARER_TOKEN")
@@ -38,15 +50,28 @@ _CREDENTIALS = ("credentials come from FLATAVRO_REGISTRY_USERNAME and "
 _TLS = "TLS is checked with FLATAVRO_REGISTRY_CA_BUNDLE and FLATAVRO_REGISTRY_VERIFY_TLS"
 
 
-def registry_settings(registry_url: str | None) -> RegistrySettings:
-    """The ``FLATAVRO_REGISTRY_*`` settings, with `registry_url` (``--registry-url``) instead
-    of ``FLATAVRO_REGISTRY_URL`` when given.
+@dataclass(frozen=True, slots=True)
+class _Registry:
+    """The client, and the service whose embedded registry it reads (None: a registry)."""
+
+    client: HttpSchemaRegistry
+    service_url: str | None
+
+
+def registry_settings(source: SchemaSource) -> RegistrySettings:
+    """The ``FLATAVRO_REGISTRY_*`` settings, with ``--registry-url`` (or the service's
+    embedded registry, ``--service-url`` + ``/registry``) instead of ``FLATAVRO_REGISTRY_URL``
+    when given.
 
     Raises:
         JobError: a setting is invalid (each named by its variable), or no URL at all.
     """
+    url = source.registry_url or (
+        source.service_url.rstrip("/") + EMBEDDED_REGISTRY_PATH if source.service_url else None)
+    # Unset, the field is read from the environment (an argument would override it).
+    overrides: dict[str, Any] = {} if url is None else {"registry_url": url}
     try:
-        settings = RegistrySettings(**({"registry_url": registry_url} if registry_url else {}))
+        settings = RegistrySettings(**overrides)
     except ValidationError as exc:
         problems = "; ".join(f"FLATAVRO_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}"
                              for e in exc.errors())
@@ -57,82 +82,94 @@ def registry_settings(registry_url: str | None) -> RegistrySettings:
     return settings
 
 
-def resolve_from_registry(registry_url: str | None, topic: str) -> TopicSchemas:
-    """The topic's schemas as the registry answers them (see the module's docstring).
+def resolve_from_registry(source: SchemaSource) -> TopicVersions:
+    """The topic's versions as the registry answers them (see the module's docstring).
 
     Raises:
         JobError: invalid settings or no registry URL; the registry is unreachable, refuses
-            the credentials or answers an error; the topic has no value subject.
+            the credentials or answers an error (a service without an embedded registry: no
+            ``/registry``); the topic has no value subject.
     """
-    config = registry_settings(registry_url).client_config()
+    config = registry_settings(source).client_config()
+    service_url = None if source.registry_url else source.service_url
+    resolve = _resolve(config, topic=source.topic, service_url=service_url)
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # the usual driver: no event loop here
-        return asyncio.run(_resolve(config, topic))
+        return asyncio.run(resolve)
     # Called from a running loop (a notebook calling the job's `run`): a loop of its own
     # in a worker thread, as asyncio.run cannot nest.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, _resolve(config, topic)).result()
+        return pool.submit(asyncio.run, resolve).result()
 
 
-async def _resolve(config: RegistryClientConfig, topic: str) -> TopicSchemas:
-    registry = HttpSchemaRegistry(config)
+async def _resolve(config: RegistryClientConfig, *, topic: str, service_url: str | None
+                   ) -> TopicVersions:
+    registry = _Registry(HttpSchemaRegistry(config), service_url)
     try:
         value = await _subject(registry, subject_for(topic, SubjectKind.VALUE), required=True)
         key = await _subject(registry, subject_for(topic, SubjectKind.KEY), required=False)
     finally:
-        await registry.aclose()
+        await registry.client.aclose()
     assert value is not None
-    return TopicSchemas(topic, key, value)
+    return TopicVersions(topic, key, value)
 
 
-async def _subject(registry: HttpSchemaRegistry, subject: str, *, required: bool
-                   ) -> SubjectSchemas | None:
+async def _subject(registry: _Registry, subject: str, *, required: bool
+                   ) -> SubjectVersions | None:
+    client = registry.client
     try:
-        versions = await registry.versions(subject)
+        versions = await client.versions(subject)
     except SubjectNotFoundError:
         versions = []
     except RegistryError as exc:
-        raise _failed(registry, subject, exc) from exc
+        raise _failed(registry, subject=subject, exc=exc) from exc
     if not versions:
         if required:
-            raise JobError(f"subject {subject} is not registered at {registry.url} "
+            raise JobError(f"subject {subject} is not registered at {client.url} "
                            f"(unknown topic?)")
         return None
     by_id: dict[int, str] = {}
     latest = None
     for version in sorted(versions):
         try:
-            found = await registry.get_version(subject, version)
+            found = await client.get_version(subject, version)
         except (SubjectNotFoundError, VersionNotFoundError):
             continue  # deleted between the two calls
         except RegistryError as exc:
-            raise _failed(registry, subject, exc) from exc
+            raise _failed(registry, subject=subject, exc=exc) from exc
         if found.schema_type.upper() != "AVRO":
-            raise JobError(f"subject {subject} version {version} at {registry.url} is a "
+            raise JobError(f"subject {subject} version {version} at {client.url} is a "
                            f"{found.schema_type} schema, not Avro")
         by_id[found.id] = found.schema
         latest = found
     if latest is None:
-        raise JobError(f"subject {subject} has no live version at {registry.url}")
-    return SubjectSchemas(subject, latest.schema, latest.id, by_id)
+        raise JobError(f"subject {subject} has no live version at {client.url}")
+    return SubjectVersions(subject, latest.schema, latest.id, by_id)
 
 
-def _failed(registry: HttpSchemaRegistry, subject: str, exc: RegistryError) -> JobError:
+def _failed(registry: _Registry, *, subject: str, exc: RegistryError) -> JobError:
     """One line for a registry failure: unreachable (with the reason), refused credentials
-    (naming the variables), or the registry's answer."""
+    (naming the variables), a service without an embedded registry, or the registry's
+    answer."""
+    url = registry.client.url
     if isinstance(exc, RegistryUnavailableError):
         tls = _tls_failure(exc)
         if tls is not None:
-            return JobError(f"cannot reach {registry.url} (reading subject {subject}): TLS: "
-                            f"{tls} ({_TLS})")
-        return JobError(f"cannot reach {registry.url} (reading subject {subject}): "
+            return JobError(f"cannot reach {url} (reading subject {subject}): TLS: {tls} "
+                            f"({_TLS})")
+        return JobError(f"cannot reach {url} (reading subject {subject}): "
                         f"{exc.details.get('reason') or exc.message}")
     status = exc.details.get("registry_status")
-    if status in (401, 403):  # the job's settings are at fault, whatever the client says
-        return JobError(f"the schema registry at {registry.url} refused access to subject "
-                        f"{subject} ({status}); {_CREDENTIALS}")
-    return JobError(f"reading subject {subject} from {registry.url} failed: "
+    if isinstance(exc, RegistryAuthError) or status == 403:
+        # The job's settings are at fault, whatever the client's message says.
+        return JobError(f"the schema registry at {url} refused access to subject {subject} "
+                        f"({status}); {_CREDENTIALS}")
+    if isinstance(exc, RegistryUnsupportedError) and registry.service_url is not None:
+        return JobError(f"the service at {registry.service_url} serves no embedded registry at "
+                        f"{EMBEDDED_REGISTRY_PATH} (it uses an external one): pass that "
+                        f"registry as --registry-url")
+    return JobError(f"reading subject {subject} from {url} failed: "
                     f"{' '.join(exc.message.split())}")
 
 

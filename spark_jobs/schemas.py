@@ -1,18 +1,12 @@
-"""Schema resolution on the driver, once at start-up: the topic's latest key/value schemas
-(the reader schemas) and every registered version of its subjects by id (the writer schemas).
+"""The schemas a job decodes with, resolved on the driver: the latest key/value schemas of a
+topic (the reader schemas) and every registered version of its subjects by id (the writer
+schemas).
 
-Subjects follow TopicNameStrategy through the same `service.core.naming` the service uses. Two
-sources, each in its own module, imported only when `resolve_schemas` runs (on the driver):
-
-- a Confluent-compatible registry (``--registry-url``, else ``FLATAVRO_REGISTRY_URL``):
-  `spark_jobs.registry_source`, the service's own client (`HttpSchemaRegistry`) with auth, TLS,
-  retries and breaker from the same ``FLATAVRO_REGISTRY_*`` settings as the service;
-- the flatavro service (``--service-url``): `spark_jobs.service_source`, plain ``GET``s of its
-  ``/v1/subjects/{subject}/versions[/{v}]``.
-
-This module itself imports neither (only the standard library), so the modules executors may
-import (`spark_jobs.transforms` takes the dataclasses and `for_spark` from here) need no HTTP
-client or pydantic-settings.
+Subjects follow TopicNameStrategy through the same `service.core.naming` the service uses.
+`resolve_schemas` reads them with the service's own registry client, in
+`spark_jobs.registry_source`, imported only when it runs (on the driver): this module itself
+imports only the standard library, so the modules executors may import (`spark_jobs.transforms`
+takes the dataclasses and `for_spark` from here) need no HTTP client or pydantic-settings.
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ from dataclasses import dataclass
 
 from spark_jobs.config import SchemaSource
 
-__all__ = ["SubjectSchemas", "TopicSchemas", "resolve_schemas", "for_spark",
+__all__ = ["SubjectVersions", "TopicVersions", "resolve_schemas", "for_spark",
            "SPARK_MAX_DECIMAL_PRECISION"]
 
 SPARK_MAX_DECIMAL_PRECISION = 38
@@ -44,8 +38,9 @@ def for_spark(schema_text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class SubjectSchemas:
-    """One subject: its latest schema (the reader) and every version's schema by id."""
+class SubjectVersions:
+    """Every registered version of one subject: the latest schema (the reader) and each
+    version's schema by id (the writers)."""
 
     subject: str
     latest: str
@@ -53,32 +48,31 @@ class SubjectSchemas:
     by_id: dict[int, str]
 
     def field_names(self) -> list[str]:
-        """The record's field names, in order."""
+        """The latest record's field names, in order."""
         return [f["name"] for f in json.loads(self.latest)["fields"]]
 
 
 @dataclass(frozen=True, slots=True)
-class TopicSchemas:
-    """The key (None for a keyless table) and value subjects of a topic."""
+class TopicVersions:
+    """The versions of a topic's key (None for a keyless table) and value subjects: what the
+    jobs decode its messages with. (Not `service.codec.resolver.TopicSchemas`, which is the
+    latest key and value schemas the service encodes with.)"""
 
     topic: str
-    key: SubjectSchemas | None
-    value: SubjectSchemas
+    key: SubjectVersions | None
+    value: SubjectVersions
 
 
-def resolve_schemas(config: SchemaSource, *, timeout: float = 10.0) -> TopicSchemas:
-    """Fetch the topic's schemas from the service (`config.service_url`) or else the registry
-    (`config.registry_url`, else ``FLATAVRO_REGISTRY_URL``); `timeout` is the service
-    reader's (the registry's is ``FLATAVRO_REGISTRY_TIMEOUT``).
+def resolve_schemas(config: SchemaSource) -> TopicVersions:
+    """Fetch the topic's versions from its registry: ``--registry-url``, else the service's
+    embedded registry (``--service-url`` + ``/registry``), else ``FLATAVRO_REGISTRY_URL``;
+    credentials, TLS, timeout and retries from the ``FLATAVRO_REGISTRY_*`` settings.
 
     Raises:
-        JobError: the service/registry is unreachable or answers an error, the registry
-            settings are invalid or name no registry, or the topic has no value subject.
+        JobError: the registry is unreachable, refuses the credentials or answers an error, the
+            registry settings are invalid or name no registry, or the topic has no value
+            subject.
     """
-    if config.service_url:
-        from spark_jobs.service_source import resolve_from_service
-
-        return resolve_from_service(config.service_url, config.topic, timeout=timeout)
     from spark_jobs.registry_source import resolve_from_registry
 
-    return resolve_from_registry(config.registry_url, config.topic)
+    return resolve_from_registry(config)

@@ -60,7 +60,7 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
     return builder.getOrCreate()
 
 
-def run_job(name: str, master: str | None, work: Callable[[SparkSession], None]) -> int:
+def run_job(name: str, work: Callable[[SparkSession], None], *, master: str | None) -> int:
     """Run `work` on a fresh session named ``flatavro-<name>`` and stop the session; an error
     is one line ``<name>: error: ...`` on stderr and exit code 2, a Spark/JVM failure its
     first line, not a Java trace."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs.config import JobConfig, SchemaSource
+from spark_jobs.config import JobConfig
 from spark_jobs.errors import JobError
 from spark_jobs.transforms import KAFKA_COLUMNS
 
@@ -16,22 +17,23 @@ __all__ = ["check_topic", "read_source", "require_absent", "write_parquet", "wri
 _KAFKA_TIMEOUT_MS = "20000"
 
 
-def check_topic(config: SchemaSource, *, timeout: float = 15.0) -> None:
+def check_topic(bootstrap_servers: str, topic: str, *, timeout: float = 15.0) -> None:
     """Fail fast when the broker is down or the topic does not exist.
 
     Raises:
         JobError: naming the bootstrap servers or the topic.
     """
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": config.bootstrap_servers, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
     try:
         metadata = admin.list_topics(timeout=timeout)
-    except Exception as exc:  # KafkaException: the broker did not answer in time
-        raise JobError(f"the Kafka broker at {config.bootstrap_servers} does not answer "
+    except KafkaException as exc:  # the broker did not answer in time
+        raise JobError(f"the Kafka broker at {bootstrap_servers} does not answer "
                        f"({exc})") from exc
-    if config.topic not in metadata.topics:
-        raise JobError(f"topic {config.topic} does not exist at {config.bootstrap_servers}")
+    if topic not in metadata.topics:
+        raise JobError(f"topic {topic} does not exist at {bootstrap_servers}")
 
 
 def read_source(spark: SparkSession, config: JobConfig) -> DataFrame:
@@ -57,11 +59,14 @@ def read_source(spark: SparkSession, config: JobConfig) -> DataFrame:
             .load())
 
 
-def _fs_and_path(spark: SparkSession, path: str):  # type: ignore[no-untyped-def]
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+def _fs_and_path(spark: SparkSession, path: str) -> tuple[Any, Any, Any]:
+    """The Hadoop file system of `path`, the Hadoop path and the JVM view (py4j objects)."""
+    context = spark.sparkContext
+    jvm, jsc = context._jvm, context._jsc
+    if jvm is None or jsc is None:
+        raise JobError("the Spark session is stopped")
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
-    return hadoop_path.getFileSystem(conf), hadoop_path, jvm
+    return hadoop_path.getFileSystem(jsc.hadoopConfiguration()), hadoop_path, jvm
 
 
 def path_exists(spark: SparkSession, path: str, *, empty_is_absent: bool = False) -> bool:
@@ -92,7 +97,7 @@ def read_text(spark: SparkSession, path: str) -> str | None:
         stream.close()
 
 
-def write_text(spark: SparkSession, path: str, text: str) -> None:
+def write_text(spark: SparkSession, path: str, *, text: str) -> None:
     """Write a small UTF-8 file (replacing it)."""
     fs, hadoop_path, _ = _fs_and_path(spark, path)
     stream = fs.create(hadoop_path, True)
@@ -102,7 +107,7 @@ def write_text(spark: SparkSession, path: str, text: str) -> None:
         stream.close()
 
 
-def require_absent(spark: SparkSession, path: str, overwrite: bool) -> None:
+def require_absent(spark: SparkSession, path: str, *, overwrite: bool) -> None:
     """Refuse an existing output unless `overwrite`.
 
     Raises:
@@ -113,12 +118,12 @@ def require_absent(spark: SparkSession, path: str, overwrite: bool) -> None:
         raise JobError(f"the output {path} exists; pass --overwrite to replace it")
 
 
-def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> None:
+def write_parquet(spark: SparkSession, df: DataFrame, *, path: str) -> None:
     """Write `df` as Parquet (see `write_output`)."""
-    write_output(spark, df, path, "parquet")
+    write_output(spark, df, path=path, data_format="parquet")
 
 
-def write_output(spark: SparkSession, df: DataFrame, path: str, data_format: str) -> None:
+def write_output(spark: SparkSession, df: DataFrame, *, path: str, data_format: str) -> None:
     """Write `df` in `data_format` (``parquet`` or ``delta``) to a temporary sibling, then move
     it into place: a failed job leaves no output that looks complete. (A Delta table's log
     names its files relative to the table's folder, so the folder can be moved whole.)"""

@@ -23,31 +23,24 @@ from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from spark_jobs import delta_table as delta
 from spark_jobs import sources
+from spark_jobs.bad_messages import triaged
 from spark_jobs.config import Mode, StreamConfig, parse_stream_args
 from spark_jobs.errors import JobError, one_line
-from spark_jobs.schemas import TopicSchemas, resolve_schemas
+from spark_jobs.schemas import TopicVersions, resolve_schemas
 from spark_jobs.session import run_job
-from spark_jobs.transforms import (
-    dead_letters,
-    decode,
-    frame_problem,
-    header_id,
-    last_change_per_key,
-    with_frames,
-)
+from spark_jobs.transforms import header_id, last_change_per_key, with_frames
 
 __all__ = ["BatchApplier", "prepare", "run", "main", "CHECKPOINT_MARKER"]
 
 CHECKPOINT_MARKER = "flatavro-stream.json"
 """Written into the checkpoint on first use: the topic, the table and the stream's id."""
 
-_UNDECODED = "the body does not decode with its writer schema"
-_MALFORMED = "MALFORMED_RECORD_IN_PARSING"
+_POLL_SECONDS = 0.5
+"""How often `run` looks at its stop event while the query runs."""
 
 
 def _log(text: str) -> None:
@@ -70,7 +63,7 @@ def _claim_checkpoint(spark: SparkSession, config: StreamConfig) -> str:
             raise JobError(f"the checkpoint {config.checkpoint} was not written by this job "
                            f"(no {CHECKPOINT_MARKER}): give the stream a new --checkpoint")
         stream_id = uuid.uuid4().hex
-        sources.write_text(spark, marker, json.dumps(
+        sources.write_text(spark, marker, text=json.dumps(
             {"topic": config.topic, "table": table, "id": stream_id}))
         return f"flatavro-stream-{stream_id}"
     claimed = json.loads(text)
@@ -94,8 +87,10 @@ def _claim_checkpoint(spark: SparkSession, config: StreamConfig) -> str:
 class BatchApplier:
     """The ``foreachBatch`` function: applies one micro-batch to the table (driver side)."""
 
-    def __init__(self, spark: SparkSession, config: StreamConfig, schemas: TopicSchemas,
+    def __init__(self, spark: SparkSession, config: StreamConfig, *, schemas: TopicVersions,
                  app_id: str) -> None:
+        """Apply micro-batches of `config`'s topic, decoded with `schemas`, to its table, as
+        the stream `app_id` (Delta's app id for idempotent writes)."""
         self.spark, self.config, self.app_id = spark, config, app_id
         self.schemas = schemas
         self.failure: JobError | None = None
@@ -107,9 +102,10 @@ class BatchApplier:
     def sync_table(self) -> None:
         """Evolve the table to the latest value version's columns, if they differ."""
         want = delta.table_schema(self.spark, self.schemas)
-        evolution = delta.plan_evolution(self.columns, want, self.schemas.value.subject)
+        evolution = delta.plan_evolution(self.columns, want, subject=self.schemas.value.subject)
         if evolution:
-            delta.evolve(self.spark, self.config.table_path, evolution, self.schemas.value)
+            delta.evolve(self.spark, self.config.table_path, evolution=evolution,
+                         subject=self.schemas.value)
             self.version = self._latest_version()
             _log(f"table {self.config.table_path} now has the columns of "
                  f"{self.schemas.value.subject} schema id {self.schemas.value.latest_id} "
@@ -117,6 +113,8 @@ class BatchApplier:
         self.columns = want
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        """Apply micro-batch `batch_id` (``foreachBatch``); a failure is kept in `failure`
+        for `run` to report, then re-raised to stop the query."""
         started = time.monotonic()
         # Not cached: the headers aggregate and the decode read the batch's Kafka offsets
         # twice (a re-read gives the same records), which costs less than caching 5 columns
@@ -149,36 +147,11 @@ class BatchApplier:
         if any(ids[p] - self._known(p) - {None} for p in ids):
             self.schemas = resolve_schemas(self.config)  # a version registered while running
             self.sync_table()
-        bad = any(ids[p] - self._known(p) for p in ids)  # None: not a 5-byte header
-        dead: DataFrame | None = None
-        if bad:
-            framed = framed.withColumn("_problem", frame_problem(self.schemas))
-            if self.config.mode is Mode.FAILFAST:
-                row = framed.where("_problem IS NOT NULL").orderBy("partition", "offset") \
-                    .select("partition", "offset", "_problem").first()
-                assert row is not None
-                raise JobError(f"message at partition {row[0]} offset {row[1]}: {row[2]} "
-                               f"(--mode permissive --dead-letter PATH sets bad messages aside)")
-            dead = dead_letters(framed.where("_problem IS NOT NULL"), F.col("_problem"))
-            framed = framed.where("_problem IS NULL")
-        decoded = cached = decode(framed, self.schemas, self.config.mode)
-        if self.config.mode is Mode.PERMISSIVE:
-            cached = decoded.persist()  # read twice: dead letters, then the table
-            undecoded = dead_letters(decoded.where("_undecoded"), F.lit(_UNDECODED),
-                                     partition="_partition", offset="_offset")
-            dead = undecoded if dead is None else dead.unionByName(undecoded)
-            decoded = decoded.where("NOT _undecoded")
-        try:
-            dead_count = self._set_aside(dead, batch_id)
-            self._write(decoded.drop("_undecoded", "key", "value"), batch_id)
-        except JobError:
-            raise
-        except Exception as exc:
-            if _MALFORMED not in str(exc):
-                raise
-            raise self._undecodable(framed) from exc
-        finally:
-            cached.unpersist()
+        # Permissive: the decoded messages are read twice (dead letters, then the table).
+        with triaged(framed, self.schemas, mode=self.config.mode,
+                     cache=self.config.mode is Mode.PERMISSIVE) as sorted_messages:
+            dead_count = self._set_aside(sorted_messages.dead, batch_id)
+            self._write(sorted_messages.rows, batch_id)
         return (f"{messages} message(s), {self._changes()}"
                 + (f", {dead_count} to the dead-letter table" if dead_count else ""))
 
@@ -189,7 +162,8 @@ class BatchApplier:
         try:
             count = dead.count()
             if count:
-                delta.append_changes(dead, self.config.dead_letter, self.app_id, batch_id)
+                delta.append_changes(dead, self.config.dead_letter,
+                                     app_id=self.app_id, batch_id=batch_id)
             return count
         finally:
             dead.unpersist()
@@ -197,15 +171,19 @@ class BatchApplier:
     def _write(self, changes: DataFrame, batch_id: int) -> None:
         path, columns = self.config.table_path, [f.name for f in self.columns.fields]
         if self.schemas.key is None:
-            delta.append_changes(changes.select(*columns), path, self.app_id, batch_id)
+            delta.append_changes(changes.select(*columns), path, app_id=self.app_id,
+                                 batch_id=batch_id)
             return
         keys = self.schemas.key.field_names()
-        delta.merge_changes(self.spark, path, last_change_per_key(changes, keys), keys,
-                            columns, self.app_id, batch_id)
+        delta.merge_changes(self.spark, path, changes=last_change_per_key(changes, keys),
+                            key_columns=keys, columns=columns, app_id=self.app_id,
+                            batch_id=batch_id)
 
     def _latest_version(self) -> int:
-        table = DeltaTable.forPath(self.spark, self.config.table_path)
-        return int(table.history(1).select("version").first()[0])  # type: ignore[index]
+        last = DeltaTable.forPath(self.spark, self.config.table_path).history(1).select(
+            "version").first()
+        assert last is not None  # a table has at least its creation commit
+        return int(last[0])
 
     def _changes(self) -> str:
         """What the batch's commit did (the table's newest commit; none when Delta skipped a
@@ -223,13 +201,6 @@ class BatchApplier:
                 f"updated {metrics.get('numTargetRowsUpdated', '?')}, deleted "
                 f"{metrics.get('numTargetRowsDeleted', '?')}")
 
-    def _undecodable(self, framed: DataFrame) -> JobError:
-        row = decode(framed, self.schemas, Mode.PERMISSIVE).where("_undecoded").orderBy(
-            "_partition", "_offset").select("_partition", "_offset").first()
-        where = f"message at partition {row[0]} offset {row[1]}" if row else "a message"
-        return JobError(f"{where}: {_UNDECODED} (--mode permissive --dead-letter PATH sets "
-                        f"bad messages aside)")
-
 
 def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
     """Everything before the first micro-batch: schemas, broker and topic, checkpoint, the
@@ -240,21 +211,23 @@ def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
             another stream, a path that holds something else than this topic's table.
     """
     schemas = resolve_schemas(config)
-    sources.check_topic(config)
+    sources.check_topic(config.bootstrap_servers, config.topic)
     versions = delta.version_schemas(spark, schemas)
     latest = delta.table_schema(spark, schemas)
-    exists = delta.check_table(spark, config.table_path, config.topic, versions, latest)
+    exists = delta.check_table(spark, config.table_path, topic=config.topic, versions=versions,
+                               latest=latest)
     app_id = _claim_checkpoint(spark, config)
     if not exists:
-        delta.create_table(spark, config.table_path, config.topic, latest)
+        delta.create_table(spark, config.table_path, topic=config.topic, schema=latest)
     if config.dead_letter is not None:
         delta.check_dead_letter_table(spark, config.dead_letter)
-    applier = BatchApplier(spark, config, schemas, app_id)
+    applier = BatchApplier(spark, config, schemas=schemas, app_id=app_id)
     applier.sync_table()
     return applier
 
 
-def _start(spark: SparkSession, config: StreamConfig, applier: BatchApplier) -> StreamingQuery:
+def _start(spark: SparkSession, config: StreamConfig, *, applier: BatchApplier
+           ) -> StreamingQuery:
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", config.bootstrap_servers)
               .option("subscribe", config.topic)
@@ -272,7 +245,8 @@ def _start(spark: SparkSession, config: StreamConfig, applier: BatchApplier) -> 
     return writer.start()
 
 
-def run(spark: SparkSession, config: StreamConfig, stop: threading.Event | None = None) -> None:
+def run(spark: SparkSession, config: StreamConfig, *, stop: threading.Event | None = None
+        ) -> None:
     """Run the stream in `spark` until an available-now run has caught up or `stop` is set
     (tests call this with their session).
 
@@ -280,11 +254,13 @@ def run(spark: SparkSession, config: StreamConfig, stop: threading.Event | None 
         JobError: bad input, or a micro-batch that cannot be applied.
     """
     applier = prepare(spark, config)
-    query = _start(spark, config, applier)
+    query = _start(spark, config, applier=applier)
     _log(f"{config.topic} -> {config.table_path} ({config.trigger}, checkpoint "
          f"{config.checkpoint})")
     try:
-        while not query.awaitTermination(0.5):
+        # pyspark annotates the timeout as int, but takes any positive number of seconds
+        # (its own check is isinstance(timeout, (int, float))).
+        while not query.awaitTermination(_POLL_SECONDS):  # type: ignore[arg-type]
             if stop is not None and stop.is_set():
                 applier.stopping = True
                 query.stop()
@@ -307,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    return run_job("stream", config.master, lambda spark: run(spark, config, stop))
+    return run_job("stream", lambda spark: run(spark, config, stop=stop), master=config.master)
 
 
 if __name__ == "__main__":

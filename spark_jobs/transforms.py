@@ -1,5 +1,6 @@
 """Pure DataFrame -> DataFrame steps: Confluent frames in Spark SQL, from_avro per writer id,
-typed output, dead letters, the latest state per key. No Python per row.
+typed output, dead letters, the latest state per key. No Python per row. (What a job does with
+a message these steps cannot decode is `spark_jobs.bad_messages`.)
 
 Frame layout (docs/flat-avro.md §7, `service.core.framing`): byte 0 the magic byte 0, bytes 1-4
 the schema id (big-endian), the Avro body from byte 5.
@@ -7,20 +8,28 @@ the schema id (big-endian), the Avro body from byte 5.
 
 from __future__ import annotations
 
+import json
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
 from service.core.framing import HEADER_SIZE, MAGIC_BYTE, frame
 from spark_jobs.config import Mode
-from spark_jobs.schemas import SubjectSchemas, TopicSchemas, for_spark
+from spark_jobs.schemas import SubjectVersions, TopicVersions, for_spark
 
 __all__ = ["with_frames", "frame_problem", "fail_on_problem", "decode", "dead_letters",
-           "latest_state", "last_change_per_key", "header_id", "KAFKA_COLUMNS", "BAD_FRAME",
-           "BOOKKEEPING"]
+           "latest_state", "last_change_per_key", "header_id", "KAFKA_COLUMNS", "BOOKKEEPING",
+           "UNDECODED"]
 
-BAD_FRAME = "flatavro bad frame: "
-"""Marks the error `fail_on_problem` raises inside Spark, so the driver can report it."""
+UNDECODED = "the body does not decode with its writer schema"
+"""Why a message with a known schema id cannot be decoded (a dead letter's reason)."""
+
+DECODED = "_flatavro_decoded"
+"""A field `decode` adds to every reader schema, ``boolean`` with default true: Avro's schema
+resolution fills it in for every body that decodes, while ``from_avro`` in PERMISSIVE mode
+gives a body that does not a row of nulls (for a record, not a null struct), this field too.
+Null here is Spark's own signal, where a row of nulls alone could be a row of NULL columns."""
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
 
@@ -53,7 +62,7 @@ def _header(schema_id: int) -> Column:
     return F.lit(bytearray(frame(schema_id, b"")))
 
 
-def _part_problem(part: str, subject: SubjectSchemas | None) -> Column:
+def _part_problem(part: str, subject: SubjectVersions | None) -> Column:
     raw, header = F.col(part), F.col(f"_{part}_header")
     magic = F.substring(raw, 1, 1)
     schema_id = F.conv(F.hex(F.substring(raw, 2, 4)), 16, 10)
@@ -73,22 +82,37 @@ def _part_problem(part: str, subject: SubjectSchemas | None) -> Column:
               else f" (the topic has no {part} schema)")))
 
 
-def frame_problem(schemas: TopicSchemas) -> Column:
+def frame_problem(schemas: TopicVersions) -> Column:
     """Why a framed row cannot be decoded (null when it can): magic byte, header, unknown id."""
     return F.coalesce(_part_problem("key", schemas.key), _part_problem("value", schemas.value))
+
+
+def _stop(reason: Column) -> Column:
+    """Raise Spark's ``USER_RAISED_EXCEPTION`` naming the row's partition and offset (the
+    error `spark_jobs.bad_messages` turns into the job's one line)."""
+    return F.raise_error(F.concat(F.lit("message at partition "),
+                                  F.col("partition").cast("string"), F.lit(" offset "),
+                                  F.col("offset").cast("string"), F.lit(": "), reason))
 
 
 def fail_on_problem() -> Column:
     """A filter that raises (in the same pass that decodes) on the first row with a frame
     problem, naming its partition and offset."""
-    message = F.concat(F.lit(BAD_FRAME + "message at partition "),
-                       F.col("partition").cast("string"), F.lit(" offset "),
-                       F.col("offset").cast("string"), F.lit(": "), F.col("_problem"))
-    return F.when(F.col("_problem").isNotNull(), F.raise_error(message)).isNull()
+    return F.when(F.col("_problem").isNotNull(), _stop(F.col("_problem"))).isNull()
 
 
-def _decoded(part: str, subject: SubjectSchemas, mode: Mode) -> Column:
-    options = {"avroSchema": for_spark(subject.latest), "mode": mode.name}
+def _reader(subject: SubjectVersions) -> str:
+    """The latest schema (the reader) as Spark reads it, with `DECODED` appended."""
+    schema = json.loads(for_spark(subject.latest))
+    schema["fields"] = [*schema["fields"],
+                        {"name": DECODED, "type": "boolean", "default": True}]
+    return json.dumps(schema)
+
+
+def _decoded(part: str, subject: SubjectVersions) -> Column:
+    """`part`'s record, decoded with its writer schema into the latest (``from_avro`` in
+    PERMISSIVE mode: a body that does not decode gives a row of nulls, `DECODED` included)."""
+    options = {"avroSchema": _reader(subject), "mode": "PERMISSIVE"}
     body, header = F.col(f"_{part}_body"), F.col(f"_{part}_header")
     expr = None
     for writer_id, writer in subject.by_id.items():  # each id's rows with its writer schema
@@ -99,24 +123,31 @@ def _decoded(part: str, subject: SubjectSchemas, mode: Mode) -> Column:
     return F.when(F.col(part).isNotNull(), expr)
 
 
-def decode(df: DataFrame, schemas: TopicSchemas, mode: Mode) -> DataFrame:
+def decode(df: DataFrame, schemas: TopicVersions, *, mode: Mode) -> DataFrame:
     """Typed rows: the value's columns (key columns filled from the key for tombstones),
     ``_op`` (upsert/delete), ``_partition``, ``_offset``, ``_timestamp``, and
-    ``_undecoded`` (permissive mode: a body that did not decode, now null)."""
-    df = df.withColumn("_v", _decoded("value", schemas.value, mode))
-    undecoded = F.col("_v").isNull() & F.col("value").isNotNull()
+    ``_undecoded`` (a body that does not decode with its writer schema: its columns are null).
+
+    Each body is decoded once. In failfast mode ``_op`` of a message whose body does not
+    decode is a stop naming it (the change kind of such a message is unknown): every job
+    reads ``_op``, so the check runs in the same pass as the write.
+    """
+    df = df.withColumn("_v", _decoded("value", schemas.value))
+    undecoded = F.col("value").isNotNull() & F.col(f"_v.{DECODED}").isNull()
     key_fields: list[str] = []
     if schemas.key is not None:  # key columns are in the value: decode keys of tombstones only
         df = df.withColumn("_k", F.when(F.col("value").isNull(),
-                                        _decoded("key", schemas.key, mode)))
-        undecoded = undecoded | (F.col("_k").isNull() & F.col("key").isNotNull()
-                                 & F.col("value").isNull())
+                                        _decoded("key", schemas.key)))
+        undecoded = undecoded | (F.col("value").isNull() & F.col("key").isNotNull()
+                                 & F.col(f"_k.{DECODED}").isNull())
         key_fields = schemas.key.field_names()
     columns = [F.coalesce(F.col(f"_v.`{n}`"), F.col(f"_k.`{n}`")).alias(n) if n in key_fields
                else F.col(f"_v.`{n}`").alias(n) for n in schemas.value.field_names()]
+    op = F.when(F.col("value").isNull(), F.lit("delete")).otherwise(F.lit("upsert"))
+    if mode is Mode.FAILFAST:
+        op = F.when(undecoded, _stop(F.lit(UNDECODED))).otherwise(op)
     return df.select(
-        *columns,
-        F.when(F.col("value").isNull(), F.lit("delete")).otherwise(F.lit("upsert")).alias("_op"),
+        *columns, op.alias("_op"),
         F.col("partition").alias("_partition"), F.col("offset").alias("_offset"),
         F.col("timestamp").alias("_timestamp"), undecoded.alias("_undecoded"),
         "key", "value")

@@ -30,12 +30,14 @@ from service.core.table import Column
 from spark_jobs.bulk_read import run
 from spark_jobs.config import JobConfig, Mode, OutputFormat
 from spark_jobs.errors import JobError
+from tests.conftest import FlatavroRegistry
 from tests.core.test_values import EDGE_DDL, EDGE_ROW, EDGE_TABLE, MIN_ROW
 from tests.spark.conftest import Broker
 from tests.support.harness import ServedApp
 
 NULL_ROW = {c.name: None for c in EDGE_TABLE.columns} | {"id": 2}
 LOW_ROW = dict(MIN_ROW, id=3)
+LOCKED_KEY = "spark-s3cr3t"
 
 
 @pytest.fixture
@@ -162,8 +164,9 @@ def test_bad_frames_fail_or_go_to_the_dead_letter_output(spark: SparkSession, ka
     register(service, "CREATE TABLE shop.f (id INT PRIMARY KEY, name VARCHAR(20))", topic)
     [(key, value)] = encode(service, topic, [{"op": "insert", "row": {"id": 1, "name": "a"}}])
     assert key is not None and value is not None
-    body = unframe(value).body
-    produce(kafka, topic, [(key, value), (key, b"\x01" + value[1:]), (key, frame(999, body))])
+    body, schema_id = unframe(value).body, unframe(value).schema_id
+    produce(kafka, topic, [(key, value), (key, b"\x01" + value[1:]), (key, frame(999, body)),
+                           (key, frame(schema_id, b"\xff\xff\xff"))])
     with pytest.raises(JobError, match="offset 1: value: wrong magic byte 0x01"):
         run(spark, job(tmp_path, kafka, service, topic))
     assert not (tmp_path / "out").exists()
@@ -176,6 +179,25 @@ def test_bad_frames_fail_or_go_to_the_dead_letter_output(spark: SparkSession, ka
     reasons = {r["offset"]: r["reason"] for r in dead.collect()}
     assert reasons[1] == "value: wrong magic byte 0x01 at offset 0"
     assert reasons[2].startswith("value: unknown schema id 999")
+    assert reasons[3] == "the body does not decode with its writer schema"
+
+
+def test_a_body_that_does_not_decode_stops_failfast(spark: SparkSession, kafka: Broker,
+                                                    service: httpx.Client,
+                                                    tmp_path: Path) -> None:
+    """A known schema id before a body its writer schema cannot read: failfast names the
+    message (from_avro itself runs in PERMISSIVE mode; its null is the signal)."""
+    topic = "e2e_body"
+    register(service, "CREATE TABLE shop.g (id INT PRIMARY KEY, name VARCHAR(20))", topic)
+    [(key, value)] = encode(service, topic, [{"op": "insert", "row": {"id": 1, "name": "a"}}])
+    assert value is not None
+    produce(kafka, topic, [(key, value), (key, frame(unframe(value).schema_id, b"\xff\xff"))])
+    with pytest.raises(JobError) as caught:
+        run(spark, job(tmp_path, kafka, service, topic))
+    assert str(caught.value) == (
+        "message at partition 0 offset 1: the body does not decode with its writer schema "
+        "(--mode permissive --dead-letter PATH sets bad messages aside)")
+    assert not (tmp_path / "out").exists()
 
 
 def test_materialize_keeps_the_latest_state(spark: SparkSession, kafka: Broker,
@@ -278,3 +300,48 @@ def test_main_straight_from_the_registry_and_one_line_errors(
     assert errors == [f"bulk_read: error: subject nope-value is not registered at {registry} "
                       f"(unknown topic?)"]
     assert not (tmp_path / "x").exists()
+
+
+def test_reads_a_service_that_protects_reads_with_its_key(
+        spark: SparkSession, kafka: Broker, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`flatavro serve` with FLATAVRO_API_KEYS and FLATAVRO_PROTECT_READS=true: the job reads
+    its /registry with one of the keys (FLATAVRO_REGISTRY_BEARER_TOKEN, or the basic-auth
+    password with --service-url); without it, the job stops naming those settings."""
+    for name in list(os.environ):
+        if name.upper().startswith("FLATAVRO_"):
+            monkeypatch.delenv(name)
+    (tmp_path / "locked").mkdir()
+    locked = FlatavroRegistry(tmp_path / "locked", FLATAVRO_API_KEYS=LOCKED_KEY,
+                              FLATAVRO_PROTECT_READS="true")
+    try:
+        topic = "e2e_locked"
+        service_url = locked.url.removesuffix("/registry")
+        with httpx.Client(base_url=service_url, timeout=30,
+                          headers={"Authorization": f"Bearer {LOCKED_KEY}"}) as http:
+            register(http, "CREATE TABLE shop.l (id INT PRIMARY KEY, name VARCHAR(9))", topic)
+            produce(kafka, topic, encode(http, topic, [{"op": "insert",
+                                                        "row": {"id": 1, "name": "x"}}]))
+        config = JobConfig(topic=topic, output=str(tmp_path / "out"),
+                           bootstrap_servers=kafka.bootstrap, registry_url=locked.url)
+        with pytest.raises(JobError) as caught:
+            run(spark, config)
+        assert str(caught.value) == (
+            f"the schema registry at {locked.url} refused access to subject {topic}-value "
+            f"(401); credentials come from FLATAVRO_REGISTRY_USERNAME and "
+            f"FLATAVRO_REGISTRY_PASSWORD, or FLATAVRO_REGISTRY_BEARER_TOKEN")
+        assert not (tmp_path / "out").exists()
+        expected = spark.createDataFrame([(1, "x", "upsert")], "id int, name string, _op string")
+        monkeypatch.setenv("FLATAVRO_REGISTRY_BEARER_TOKEN", LOCKED_KEY)
+        run(spark, config)
+        assertDataFrameEqual(read_output(spark, config.output, "_partition", "_offset",
+                                         "_timestamp"), expected)
+        monkeypatch.delenv("FLATAVRO_REGISTRY_BEARER_TOKEN")
+        monkeypatch.setenv("FLATAVRO_REGISTRY_USERNAME", "spark")
+        monkeypatch.setenv("FLATAVRO_REGISTRY_PASSWORD", LOCKED_KEY)
+        run(spark, JobConfig(topic=topic, output=config.output, overwrite=True,
+                             bootstrap_servers=kafka.bootstrap, service_url=service_url))
+        assertDataFrameEqual(read_output(spark, config.output, "_partition", "_offset",
+                                         "_timestamp"), expected)
+    finally:
+        locked.stop()

@@ -1,7 +1,7 @@
 """Schema resolution on the driver (no Spark session): a registry that requires basic auth (and
 one over TLS with a private CA), read with the service's client and the ``FLATAVRO_REGISTRY_*``
-settings; ``--registry-url`` over ``FLATAVRO_REGISTRY_URL``; one-line errors; what executors
-import."""
+settings; ``--registry-url`` over ``FLATAVRO_REGISTRY_URL``; ``--service-url`` as the service's
+embedded registry, with an API key; one-line errors; what executors import."""
 
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ def test_executors_import_no_registry_client_or_settings() -> None:
     code = ("import sys, spark_jobs.transforms, spark_jobs.schemas, spark_jobs.config; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "{'pydantic_settings', 'pydantic', 'httpx'} or m.startswith('service.registry') "
-            "or m in {'spark_jobs.registry_source', 'spark_jobs.service_source'}))")
+            "or m == 'spark_jobs.registry_source'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True, cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.strip() == "[]"
@@ -279,10 +279,12 @@ def test_a_registry_error_is_one_line_naming_the_subject(monkeypatch: pytest.Mon
     assert "500" in str(caught.value) and "store unavailable" in str(caught.value)
 
 
-def test_a_service_protecting_reads_is_read_through_its_registry_with_a_key(
+def test_a_service_protecting_reads_is_read_with_its_key(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The service's /v1 reader sends no API key; its Confluent API under /registry takes the
-    key as a bearer token from FLATAVRO_REGISTRY_BEARER_TOKEN."""
+    """--service-url reads the service's embedded registry (its Confluent API under
+    /registry), as --registry-url <service>/registry does; a service with FLATAVRO_API_KEYS and
+    FLATAVRO_PROTECT_READS takes one of its keys as the bearer token or the basic-auth
+    password, from the same FLATAVRO_REGISTRY_* settings."""
     settings = Settings(registry_db_path=str(tmp_path / "r.sqlite"), log_level="WARNING",
                         api_keys=["the-key"], protect_reads=True)
     served = ServedApp(create_app(settings), health_path="/healthz", lifespan="on").start()
@@ -292,13 +294,40 @@ def test_a_service_protecting_reads_is_read_through_its_registry_with_a_key(
                           json={"ddl": "CREATE TABLE shop.k (id INT PRIMARY KEY)",
                                 "topic": "keyed"})
         assert done.status_code == 200, done.text
-        with pytest.raises(JobError, match="answered 401"):
-            resolve_schemas(JobConfig(topic="keyed", output="unused", service_url=served.url))
         registry = f"{served.url}/registry"
-        with pytest.raises(JobError, match="refused access to subject keyed-value"):
-            resolve_schemas(config("keyed", registry))
+        sources = [JobConfig(topic="keyed", output="unused", service_url=served.url),
+                   config("keyed", registry)]
+        for source in sources:
+            with pytest.raises(JobError) as caught:
+                resolve_schemas(source)
+            assert str(caught.value) == (
+                f"the schema registry at {registry} refused access to subject keyed-value "
+                f"(401); credentials come from FLATAVRO_REGISTRY_USERNAME and "
+                f"FLATAVRO_REGISTRY_PASSWORD, or FLATAVRO_REGISTRY_BEARER_TOKEN")
         monkeypatch.setenv("FLATAVRO_REGISTRY_BEARER_TOKEN", "the-key")
-        schemas = resolve_schemas(config("keyed", registry))
-        assert schemas.key is not None and schemas.value.field_names()[0] == "id"
+        for source in sources:
+            schemas = resolve_schemas(source)
+            assert schemas.key is not None and schemas.value.field_names() == ["id"]
+        monkeypatch.delenv("FLATAVRO_REGISTRY_BEARER_TOKEN")
+        login(monkeypatch, "the-key")
+        assert resolve_schemas(sources[0]).value.field_names() == ["id"]
     finally:
         served.stop()
+
+
+def test_a_service_with_an_external_registry_is_no_schema_source(
+        guarded: tuple[str, BasicAuth]) -> None:
+    """A service in front of an external registry serves no /registry: the job names the
+    fix (read that registry itself)."""
+    url, _ = guarded
+    settings = Settings(registry_url=url, registry_username=USER, registry_password=PASSWORD,
+                        log_level="WARNING")
+    served = ServedApp(create_app(settings), health_path="/healthz", lifespan="on").start()
+    try:
+        with pytest.raises(JobError) as caught:
+            resolve_schemas(JobConfig(topic="shop", output="unused", service_url=served.url))
+    finally:
+        served.stop()
+    assert str(caught.value) == (
+        f"the service at {served.url} serves no embedded registry at /registry (it uses an "
+        f"external one): pass that registry as --registry-url")

@@ -18,7 +18,7 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from service.core.framing import frame
+from service.core.framing import frame, unframe
 from spark_jobs.config import Mode, StreamConfig, Trigger
 from spark_jobs.errors import JobError
 from spark_jobs.stream import run
@@ -148,7 +148,7 @@ class running:
 
         def target() -> None:
             try:
-                run(spark, config, self.stop)
+                run(spark, config, stop=self.stop)
             except BaseException as exc:  # reported by wait_for and on exit
                 self.errors.append(exc)
 
@@ -207,7 +207,8 @@ def test_bad_frames_stop_or_go_to_the_dead_letter_table(
     good = encode(service, topic, [change("insert", 1, "a", "1.00")])[0]
     unknown = (good[0], frame(999, b"\x02"))
     wrong_magic = (good[0], b"\x01" + (good[1] or b"")[1:])
-    produce_by_key(kafka, topic, [good, unknown, wrong_magic], [0, 0, 0])
+    undecodable = (good[0], frame(unframe(good[1] or b"").schema_id, b"\xff\xff"))
+    produce_by_key(kafka, topic, [good, unknown, wrong_magic, undecodable], [0, 0, 0, 0])
     with pytest.raises(JobError, match="partition 0 offset 1: value: unknown schema id 999"):
         run(spark, stream(tmp_path, kafka, service, topic))
     config = stream(tmp_path, kafka, service, topic, mode=Mode.PERMISSIVE,
@@ -217,4 +218,18 @@ def test_bad_frames_stop_or_go_to_the_dead_letter_table(
     dead = spark.read.format("delta").load(str(tmp_path / "dead")).orderBy("offset")
     assert [(r.offset, r.reason) for r in dead.collect()] == [
         (1, "value: unknown schema id 999 (not a version of stream_bad-value)"),
-        (2, "value: wrong magic byte 0x01 at offset 0")]
+        (2, "value: wrong magic byte 0x01 at offset 0"),
+        (3, "the body does not decode with its writer schema")]
+
+    # Failfast names a body that does not decode as it names a bad frame.
+    topic = "stream_bad_body"
+    create_topic(kafka, topic, 1)
+    register(service, ITEMS_V1, topic)
+    good = encode(service, topic, [change("insert", 1, "a", "1.00")])[0]
+    undecodable = (good[0], frame(unframe(good[1] or b"").schema_id, b"\xff\xff"))
+    produce_by_key(kafka, topic, [good, undecodable], [0, 0])
+    with pytest.raises(JobError) as caught:
+        run(spark, stream(tmp_path / "body", kafka, service, topic))
+    assert str(caught.value) == (
+        "message at partition 0 offset 1: the body does not decode with its writer schema "
+        "(--mode permissive --dead-letter PATH sets bad messages aside)")

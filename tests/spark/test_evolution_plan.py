@@ -1,0 +1,43 @@
+"""The stream's schema-evolution rules (`plan_evolution`, pure: no Spark session): which type
+changes widen a Delta column, and what every other change says to do."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pyspark.sql import types as T
+
+from spark_jobs.delta_table import plan_evolution
+from spark_jobs.errors import JobError
+
+
+def schema(**columns: T.DataType) -> T.StructType:
+    return T.StructType([T.StructField(n, t, True) for n, t in columns.items()])
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (T.ByteType(), T.ShortType()), (T.IntegerType(), T.LongType()),
+    (T.FloatType(), T.DoubleType()), (T.DecimalType(8, 2), T.DecimalType(10, 3)),
+    (T.IntegerType(), T.DecimalType(12, 2)), (T.DateType(), T.TimestampType())])
+def test_widenings_are_planned(old: T.DataType, new: T.DataType) -> None:
+    plan = plan_evolution(schema(id=T.IntegerType(), c=old),
+                          schema(id=T.IntegerType(), c=new, d=T.StringType()), subject="s-value")
+    assert (plan.added, plan.removed, plan.widened) == (("d",), (), ("c",))
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (T.LongType(), T.IntegerType()), (T.DoubleType(), T.FloatType()),
+    (T.IntegerType(), T.StringType()), (T.StringType(), T.LongType()),
+    (T.DecimalType(10, 2), T.DecimalType(10, 3)), (T.DecimalType(10, 2), T.DecimalType(9, 2)),
+    (T.LongType(), T.DecimalType(12, 2)), (T.TimestampType(), T.DateType())])
+def test_other_type_changes_stop_with_what_to_do(old: T.DataType, new: T.DataType) -> None:
+    change = re.escape(f"column c changed from {old.simpleString()} to {new.simpleString()} "
+                       f"in the latest version of s-value;")
+    with pytest.raises(JobError, match=f"{change} .* rebuild it"):
+        plan_evolution(schema(c=old), schema(c=new), subject="s-value")
+
+
+def test_no_change_plans_nothing() -> None:
+    same = schema(id=T.IntegerType(), name=T.StringType())
+    assert not plan_evolution(same, same, subject="s-value")
