@@ -20,6 +20,8 @@ SERVICE := $(VENV)/.service-installed
 EXTRAS := $(VENV)/.extras-installed
 JARS := $(JVM_CACHE)/.fetched
 DIST := dist/flatavro.zip
+# pytest-xdist workers for make check / make test (one per core on the 2-core CI machine).
+TEST_WORKERS ?= 2
 CHECKS := check-run check-openapi check-dist check-setup check-check check-test check-demo \
 	check-bench
 
@@ -36,12 +38,18 @@ setup: check-setup $(EXTRAS) $(JARS)
 # Maven; FLATAVRO_FAST_TIER makes an unmarked test that starts one fail at once.
 check: check-check $(EXTRAS)
 	$(BIN)/ruff check service spark_jobs tests bench deploy
-	FLATAVRO_FAST_TIER=1 $(BIN)/python -m pytest \
+	$(BIN)/mypy
+	FLATAVRO_FAST_TIER=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
 		-m "not kafka and not spark and not apicurio and not browser and not maven"
 
+# Every test, in $(TEST_WORKERS) pytest-xdist workers. A test file stays on one worker (its
+# module fixtures start once, README blocks run in order); each worker starts its own broker,
+# Spark session and Apicurio on first use. The three files that run README blocks in the
+# checkout run disjoint blocks (service / quickstart against Apicurio / ```sh kafka).
 test: check-test $(EXTRAS) $(JARS) browser
 	$(BIN)/ruff check service spark_jobs tests bench deploy
-	$(BIN)/python -m pytest
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # Broker + service + Canal-JSON -> flat-avro -> Kafka -> schema change -> Spark -> the table.
 demo: check-demo $(EXTRAS) $(JARS)
@@ -56,7 +64,7 @@ bench: check-bench $(EXTRAS) $(JARS)
 
 # Regenerate openapi/openapi.json from the app (a test fails when the file drifts).
 openapi: check-openapi $(SERVICE)
-	$(BIN)/python -m service.api.openapi_file
+	$(BIN)/python -m service.api.docs.openapi_file
 
 # The code deploy/compose.yaml's image and deploy/spark/submit.sh ship to Spark (stdlib only).
 dist: check-dist

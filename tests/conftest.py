@@ -25,7 +25,8 @@ naming the marker it lacks (so a new test cannot slip into the fast tier by mist
 _FIXTURE_MARKS = {"kafka": "kafka", "spark": "spark", "apicurio": "apicurio"}
 _FOLDER_MARKS = {"spark": "spark", "bridge": "kafka"}
 _FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
-               "test_readme_quickstart.py": "apicurio", "test_kafka_settings.py": None}
+               "test_readme_quickstart.py": "apicurio", "test_kafka_settings.py": None,
+               "test_evolution_plan.py": None}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -5,9 +5,9 @@
 # spark-sql-kafka at the cluster's Spark version, delta-spark at the matching Delta release); the Python code ships as dist/flatavro.zip,
 # rebuilt here each time (as `make dist` does) so it is the checkout's code.
 #   deploy/spark/submit.sh --topic tidb_shop_orders --bootstrap-servers kafka:9092 \
-#       --service-url http://flatavro:8080 --output s3a://lake/orders --materialize
+#       --registry-url http://schema-registry:8081 --output s3a://lake/orders --materialize
 #   deploy/spark/submit.sh stream --topic tidb_shop_orders --bootstrap-servers kafka:9092 \
-#       --service-url http://flatavro:8080 --table-path s3a://lake/orders \
+#       --registry-url http://schema-registry:8081 --table-path s3a://lake/orders \
 #       --checkpoint s3a://lake/_checkpoints/orders
 # Needs spark-submit on PATH and, for the driver, Python >= 3.11 with the package's dependencies:
 # schema look-up at start-up uses the service's registry client and settings (httpx,

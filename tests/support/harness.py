@@ -27,16 +27,41 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+class _PromptServer(uvicorn.Server):
+    """uvicorn's server, but it notices `should_exit` within 10 ms instead of 100 ms.
+
+    uvicorn's main loop sleeps 0.1 s between ticks; hundreds of tests each stopping a server
+    spent ~0.15 s apiece waiting for it. The once-per-tick work (date header, request limits)
+    still runs every 0.1 s.
+    """
+
+    async def main_loop(self) -> None:
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            for _ in range(10):
+                await asyncio.sleep(0.01)
+                if self.should_exit:
+                    return
+            counter = (counter + 1) % 864000
+            should_exit = await self.on_tick(counter)
+
+
 class ServedApp:
-    """A running uvicorn server around an ASGI app on an ephemeral loopback port."""
+    """A running uvicorn server around an ASGI app on an ephemeral loopback port.
+
+    `http` is one keep-alive client for the test's requests: a new `httpx.get` per request
+    builds an SSL context each time (~20 ms of loading CA certificates, even for http://).
+    """
 
     def __init__(self, app: ASGIApp, *, health_path: str = "/", lifespan: str = "off") -> None:
         self.port = free_port()
         self.health_path = health_path
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                 lifespan=lifespan, log_config=None)
-        self.server = uvicorn.Server(config)
+        self.server = _PromptServer(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.http = httpx.Client(timeout=30)
 
     @property
     def url(self) -> str:
@@ -47,13 +72,14 @@ class ServedApp:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                httpx.get(self.url + self.health_path, timeout=0.5)
+                self.http.get(self.url + self.health_path, timeout=0.5)
                 return self
             except httpx.TransportError:
-                time.sleep(0.05)
+                time.sleep(0.02)
         raise RuntimeError("the server did not start listening within 10 s")
 
     def stop(self) -> None:
+        self.http.close()
         self.server.should_exit = True
         self.thread.join(timeout=10)
 
