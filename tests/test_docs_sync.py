@@ -50,3 +50,33 @@ def test_every_error_code_is_in_the_errors_section() -> None:
     errors = _section("## Errors")
     missing = sorted(code for code in codes if f"`{code}`" not in errors)
     assert missing == [], f"error codes missing from docs/architecture.md's Errors: {missing}"
+
+
+def _expanded(path: str) -> list[str]:
+    """`/v1/subjects/{s}/versions[/{v}]?x=1` -> both paths, placeholders as `{}`, no query."""
+    path = re.sub(r"\{[^}]*\}", "{}", re.sub(r"\[?\?.*", "", path))
+    optional = re.search(r"\[([^\]]*)\]", path)
+    if optional is None:
+        return [path]
+    before, after = path[:optional.start()], path[optional.end():]
+    return _expanded(before + after) + _expanded(before + optional.group(1) + after)
+
+
+def test_every_route_the_docs_name_is_served(tmp_path: Path) -> None:
+    """Every `METHOD /v1/...` the README or docs/ mention (e.g. `GET|PUT /v1/config`,
+    `DELETE /v1/subjects/{s}[/versions/{v}]`) is a route of the app, by method and path."""
+    app = create_app(Settings(registry_db_path=str(tmp_path / "r.sqlite")))
+    routes = {(method.upper(), re.sub(r"\{[^}]*\}", "{}", path))
+              for path, operations in app.openapi()["paths"].items() for method in operations}
+    pattern = re.compile(r"`((?:GET|POST|PUT|DELETE)(?:\\?\|(?:GET|POST|PUT|DELETE))*) "
+                         r"(/v1/[^`\s]*)`")
+    named = 0
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for methods, path in pattern.findall(doc.read_text(encoding="utf-8")):
+            for method in re.split(r"\\?\|", methods):
+                for expanded in _expanded(path):
+                    named += 1
+                    assert (method, expanded) in routes, (
+                        f"{doc.relative_to(ROOT)} names `{method} {path}`, which the app "
+                        "does not serve")
+    assert named > 40
