@@ -89,3 +89,10 @@ def test_the_bridge_loads_no_http_module() -> None:
 def test_the_http_layer_keeps_a_short_top_level() -> None:
     modules = sorted(p.name for p in (SERVICE / "api").glob("*.py") if p.name != "__init__.py")
     assert len(modules) <= API_TOP_LEVEL_LIMIT, modules
+
+
+def test_no_test_module_imports_a_conftest() -> None:
+    """What tests share lives in tests/support/; a conftest holds only fixtures and hooks."""
+    importers = {str(p.relative_to(ROOT)): bad for p in sorted((ROOT / "tests").rglob("*.py"))
+                 if (bad := sorted(m for m in _imports(p) if m.split(".")[-1] == "conftest"))}
+    assert importers == {}

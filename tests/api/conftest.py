@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +11,8 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.api.settings import Settings
+from tests.support.api import ClientFactory
 from tests.support.harness import ServedApp
-
-ORDERS_DDL = ("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, sku VARCHAR(64) NOT NULL, "
-              "price DECIMAL(12,2) NOT NULL, created DATETIME(3), note TEXT)")
-KEY = "s3cr3t-key"
-
-ClientFactory = Callable[..., TestClient]
 
 
 @pytest.fixture

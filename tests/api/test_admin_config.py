@@ -11,9 +11,9 @@ import pytest
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from tests.api.conftest import KEY, ORDERS_DDL
 from tests.api.test_admin_subjects import VALUE, register
 from tests.api.test_problems import problem
+from tests.support.api import KEY, ORDERS_DDL
 from tests.support.harness import ServedApp
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.conftest import ORDERS_DDL
 from tests.api.test_problems import TOPIC, problem
+from tests.support.api import ORDERS_DDL
 from tests.support.harness import ServedApp
 
 KEY_SUBJECT, VALUE = f"{TOPIC}-key", f"{TOPIC}-value"

@@ -7,8 +7,8 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.conftest import KEY, ORDERS_DDL, ClientFactory
 from tests.api.test_problems import ROW, TOPIC, problem, registered
+from tests.support.api import KEY, ORDERS_DDL, ClientFactory
 
 REGISTER = {"ddl": ORDERS_DDL}
 VALUE_SCHEMA = json.dumps({"type": "record", "name": "r", "fields": [

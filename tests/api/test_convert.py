@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.api.models import CONVERT_EXAMPLES
-from tests.api.conftest import KEY, ClientFactory
+from tests.support.api import KEY, ClientFactory
 from tests.support.harness import ServedApp
 
 CANAL: dict[str, Any] = CONVERT_EXAMPLES["canal-json"]["value"]

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from service.api.docs.openapi_file import document, registry_document
-from tests.api.conftest import ORDERS_DDL
+from tests.support.api import ORDERS_DDL
 from tests.support.harness import ServedApp
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

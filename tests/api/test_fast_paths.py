@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from service.api.body_route import CheckedBodyRoute, served_by
 from service.api.deps import require_read
 from service.codec import offload
-from tests.api.conftest import KEY, ORDERS_DDL, ClientFactory
 from tests.api.test_problems import ROW, TOPIC, problem
+from tests.support.api import KEY, ORDERS_DDL, ClientFactory
 
 BATCH = {"records": [{"op": "insert", "row": ROW}]}
 

@@ -19,7 +19,7 @@ from service.api.docs.problem_examples import EXAMPLES
 from service.api.problems import STATUS, status_of
 from service.api.settings import Settings
 from service.cdc.catalog import Protocol
-from tests.api.conftest import KEY, ORDERS_DDL, ClientFactory
+from tests.support.api import KEY, ORDERS_DDL, ClientFactory
 from tests.support.harness import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from tests.api.conftest import ORDERS_DDL, ClientFactory
+from tests.support.api import ORDERS_DDL, ClientFactory
 from tests.support.harness import ServedApp, free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from service.core.framing import frame
-from tests.api.conftest import ORDERS_DDL, ClientFactory
+from tests.support.api import ORDERS_DDL, ClientFactory
 from tests.support.harness import free_port, serving
 
 TOPIC = "tidb_shop_orders"

@@ -30,7 +30,7 @@ from service.api.docs.spec import AuthDoc
 from service.api.settings import Settings
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.rest import create_registry_app
-from tests.api.conftest import KEY, ClientFactory
+from tests.support.api import KEY, ClientFactory
 from tests.support.harness import ServedApp
 
 ROOT = Path(__file__).resolve().parents[2]

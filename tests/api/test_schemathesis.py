@@ -15,7 +15,7 @@ from schemathesis.openapi.loaders import from_dict
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from tests.api.conftest import KEY
+from tests.support.api import KEY
 from tests.support.harness import ServedApp
 
 EXAMPLES_PER_OPERATION = 100  # 17 operations: about a minute on 2 cores

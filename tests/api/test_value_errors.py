@@ -17,9 +17,9 @@ from service.api.app import create_app
 from service.api.settings import Settings
 from service.core.framing import frame
 from service.registry.embedded.registry import EmbeddedRegistry
-from tests.api.conftest import ORDERS_DDL
-from tests.registry.conftest import ServedRegistry
+from tests.support.api import ORDERS_DDL
 from tests.support.harness import ServedApp
+from tests.support.registry import ServedRegistry
 
 TOPIC = "tidb_shop_orders"
 ROW = {"id": 1, "sku": "A-1", "price": "9.90", "created": None, "note": None}

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from fastapi.testclient import TestClient
 
-from tests.api.conftest import ORDERS_DDL, ClientFactory
+from tests.support.api import ORDERS_DDL, ClientFactory
 from tests.support.harness import ServedApp
 
 TOPIC = "tidb_shop_orders"

@@ -35,8 +35,8 @@ from tests.cdc.test_ddl_follow import (
 )
 from tests.cdc.test_ddl_follow import TYPES as ITEM_TYPES
 from tests.cdc.test_ticdc_ddl_topics import canal_topic, open_topic
-from tests.conftest import Broker
 from tests.core.test_ticdc_ground_truth import GOLDEN
+from tests.support.parts import Broker
 
 PARTITIONS = 3
 TYPES = {"items": {"id": "int", "name": "varchar(20)"},

@@ -33,8 +33,8 @@ from tests.bridge.test_bridge_protocols import (
     table_changes,
 )
 from tests.cdc.builders import simple_messages
-from tests.conftest import ROOT, Broker
 from tests.support.harness import free_port
+from tests.support.parts import ROOT, Broker
 
 USER, PASSWORD = "bridge", "bridge-secret-7f3a"
 

@@ -40,7 +40,7 @@ from service.usecases.runtime import Runtime
 from service.usecases.settings import RuntimeSettings
 from tests.bridge.test_bridge import by_key, create_topic, read_committed
 from tests.cdc.builders import Change, canal_messages, open_protocol_message, simple_messages
-from tests.conftest import ROOT, Broker
+from tests.support.parts import ROOT, Broker
 
 ITEMS = table_from_ddl("CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20))")
 USERS = table_from_ddl("CREATE TABLE shop.users (uid BIGINT PRIMARY KEY, email VARCHAR(64))")

@@ -17,8 +17,8 @@ from service.core.naming import parse_topic_rule
 from service.core.options import SchemaOptions
 from service.core.table import Table
 from tests.cdc import builders
-from tests.cdc.conftest import DEFAULT_RULE, Harness
 from tests.core.test_values import EDGE_DDL, EDGE_ROW, EDGE_TABLE, MIN_ROW
+from tests.support.cdc import DEFAULT_RULE, Harness
 from tests.support.harness import run
 
 OPTIONS = SchemaOptions.from_strings(enable_tidb_extension=True)

@@ -18,7 +18,7 @@ from service.api.app import create_app
 from service.api.settings import Settings
 from service.core.ddl import table_from_ddl
 from tests.cdc.builders import open_protocol_message
-from tests.cdc.conftest import frame_open_protocol
+from tests.support.cdc import frame_open_protocol
 
 TS = 440_000_000_000_000_000
 TYPES = {"id": "int", "name": "varchar(20)"}

@@ -20,7 +20,7 @@ from service.cdc.catalog import DECODERS, Protocol
 from service.cdc.events import SourceMessage
 from service.codec.errors import UnconvertibleMessagesError
 from service.core.options import SchemaOptions
-from tests.cdc.conftest import Harness, frame_open_protocol
+from tests.support.cdc import Harness, frame_open_protocol
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p for p in GOLDEN.glob("*/*.json") if not p.name.endswith(".expected.json"))

@@ -19,8 +19,8 @@ from service.cdc.errors import MessageFormatError
 from service.cdc.events import SourceMessage
 from service.cdc.simple import Decoder
 from service.cdc.simple.avro import MESSAGE_BRANCH, avro_document, is_avro
-from tests.cdc.conftest import Harness
 from tests.cdc.simple_avro import SimpleAvroWriter
+from tests.support.cdc import Harness
 
 GOLDEN = Path(__file__).parent / "golden"
 JSON_CASES = sorted(p for p in (GOLDEN / "simple").glob("*.json")

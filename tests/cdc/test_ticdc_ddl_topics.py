@@ -15,9 +15,9 @@ from service.core.alter import apply_ddl
 from service.core.ddl import table_from_ddl
 from service.registry.canonical import stored_form
 from tests.cdc.builders import open_protocol_message
-from tests.cdc.conftest import Harness, frame_open_protocol
 from tests.core.golden.cases import OPTION_CASES
 from tests.core.test_ticdc_ground_truth import GOLDEN, STATEMENTS
+from tests.support.cdc import Harness, frame_open_protocol
 from tests.support.harness import run
 
 LABELS = [label for label in OPTION_CASES if "_ns-" not in label]

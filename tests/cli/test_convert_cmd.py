@@ -10,9 +10,9 @@ import pytest
 from service.api.models import CONVERT_EXAMPLES
 from service.core.ddl import table_from_ddl
 from tests.cdc.builders import canal_messages
-from tests.cdc.conftest import frame_open_protocol
 from tests.cdc.test_ddl_follow import TS, TYPES, TYPES_2, insert
 from tests.cli.test_schema_cmd import run
+from tests.support.cdc import frame_open_protocol
 
 PRICES = table_from_ddl("CREATE TABLE shop.prices (id INT PRIMARY KEY, price DECIMAL(10,2))")
 

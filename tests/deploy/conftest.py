@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.deploy import BarePath
+
 # This interpreter's real binary: the python3 of the bare PATH (a pyenv shim would need pyenv).
 PYTHON3 = Path(sys.executable).resolve()
-
-BarePath = Callable[..., str]
-
-
-def make_env() -> dict[str, str]:
-    """This environment without the outer make's variables (under `make test`, MAKELEVEL
-    would turn on make's directory lines and MAKEFLAGS would pass on its options)."""
-    return {k: v for k, v in os.environ.items() if k not in {"MAKELEVEL", "MAKEFLAGS", "MFLAGS"}}
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from spark_jobs.config import parse_args, parse_stream_args
-from tests.deploy.conftest import ROOT, make_env
+from tests.support.deploy import ROOT, make_env
 
 DEPLOY = ROOT / "deploy"
 DOCKERFILES = {"flatavro": DEPLOY / "docker" / "Dockerfile",

@@ -7,7 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tests.deploy.conftest import ROOT, make_env
+from tests.support.deploy import ROOT, make_env
 
 # With only the zip in front of sys.path, import the job and report where every flatavro
 # module came from (the editable install must not stand in for a module the zip lacks).

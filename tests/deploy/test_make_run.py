@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.deploy.conftest import ROOT, BarePath, make_env
+from tests.support.deploy import ROOT, BarePath, make_env
 from tests.support.harness import free_port
 
 # What the Makefile's recipes for `run` call (make runs them with /bin/sh); never java/mvn.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.conftest import ROOT, BarePath, make_env
+from tests.support.deploy import ROOT, BarePath, make_env
 
 SCRIPT = ROOT / "deploy" / "prereqs.sh"
 SH = shutil.which("sh") or "/bin/sh"

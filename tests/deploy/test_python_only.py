@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tomllib
 
-from tests.deploy.conftest import ROOT
+from tests.support.deploy import ROOT
 
 JVM_PACKAGES = {"pyspark", "py4j", "delta-spark", "deltalake"}
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,8 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from tests.conftest import ExternalRegistry
+from tests.support.parts import ExternalRegistry
+from tests.support.registries import Names
 
 _counter = itertools.count(1)
 
@@ -25,31 +25,6 @@ def registry(request: pytest.FixtureRequest) -> ExternalRegistry:
     """Each external registry in turn (session-scoped instances)."""
     return request.getfixturevalue(f"{request.param}_registry"
                                    if request.param == "flatavro" else request.param)
-
-
-@dataclass(frozen=True)
-class Names:
-    """A table (`shop_N`.`orders`) and its topic, distinct per test."""
-
-    schema: str
-    table: str = "orders"
-
-    @property
-    def topic(self) -> str:
-        return f"tidb_{self.schema}_{self.table}"
-
-    @property
-    def key_subject(self) -> str:
-        return f"{self.topic}-key"
-
-    @property
-    def value_subject(self) -> str:
-        return f"{self.topic}-value"
-
-    def ddl(self, columns: str = "") -> str:
-        return (f"CREATE TABLE {self.schema}.{self.table} (id BIGINT PRIMARY KEY, sku "
-                f"VARCHAR(64) NOT NULL, price DECIMAL(12,2) NOT NULL, created DATETIME(3)"
-                f"{columns})")
 
 
 @pytest.fixture

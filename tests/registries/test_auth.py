@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from tests.conftest import FlatavroRegistry
+from tests.support.parts import FlatavroRegistry
 
 KEY = "registry-s3cr3t"
 DDL = "CREATE TABLE {schema}.orders (id BIGINT PRIMARY KEY, note VARCHAR(20))"

@@ -11,8 +11,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 from fastapi.testclient import TestClient
 
-from tests.conftest import ExternalRegistry
-from tests.registries.conftest import Names
+from tests.support.parts import ExternalRegistry
+from tests.support.registries import Names
 
 ROW = {"id": 7, "sku": "naïve ✓", "price": "-12.50", "created": "2024-03-11 08:51:01.461"}
 

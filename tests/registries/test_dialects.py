@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from tests.conftest import ExternalRegistry
-from tests.registries.conftest import Names
+from tests.support.parts import ExternalRegistry
+from tests.support.registries import Names
 
 
 @contextmanager

@@ -21,8 +21,8 @@ from service.cli.main import main
 from spark_jobs import bulk_read, stream
 from spark_jobs.config import JobConfig, StreamConfig, Trigger
 from tests.bridge.test_bridge import read_committed
-from tests.conftest import Broker, ExternalRegistry
-from tests.registries.conftest import Names
+from tests.support.parts import Broker, ExternalRegistry
+from tests.support.registries import Names
 
 TYPES = {"id": "int", "name": "varchar(20)", "price": "decimal(8,2)"}
 

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.conftest import FLATAVRO, ROOT, Apicurio
 from tests.readme_blocks import SERVICE_ADDRESS, read_blocks, same_output, shell_examples
 from tests.support.harness import free_port
+from tests.support.parts import FLATAVRO, ROOT, Apicurio
 from tests.test_readme import _wait_healthy
 
 QUICKSTART = shell_examples(read_blocks((ROOT / "README.md").read_text(encoding="utf-8")))[:3]

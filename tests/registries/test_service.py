@@ -10,8 +10,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.conftest import FLATAVRO, ExternalRegistry
-from tests.registries.conftest import Names
+from tests.support.parts import FLATAVRO, ExternalRegistry
+from tests.support.registries import Names
 
 
 def register(service: TestClient, ddl: str, **extra: Any) -> Any:

@@ -25,8 +25,8 @@ from service.registry.errors import (
     SubjectNotFoundError,
     VersionNotFoundError,
 )
-from tests.registry.conftest import ServedRegistry
 from tests.support.harness import ServedApp, free_port, run, serving
+from tests.support.registry import ServedRegistry
 
 A = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
 A_REQ = json.dumps({"type": "record", "name": "R", "fields": [

@@ -28,8 +28,8 @@ from service.registry.errors import (
 )
 from service.registry.instrumented import InstrumentedRegistry
 from service.registry.model import RegistryMode
-from tests.registry.conftest import ServedRegistry
 from tests.support.harness import run, serving
+from tests.support.registry import ServedRegistry
 
 A = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
 L, M = CompatibilityLevel, RegistryMode

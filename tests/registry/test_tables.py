@@ -15,8 +15,8 @@ from service.registry.client import HttpSchemaRegistry, RegistryClientConfig
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.errors import IncompatibleSchemaError
 from service.registry.tables import TopicBindingError, check_table, register_table
-from tests.registry.conftest import ServedRegistry
 from tests.support.harness import run
+from tests.support.registry import ServedRegistry
 
 V1 = table_from_ddl("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, amount DECIMAL(10,2))")
 V2_OK = table_from_ddl("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, amount DECIMAL(10,2),"

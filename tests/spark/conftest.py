@@ -1,10 +1,3 @@
 """Real parts for the Spark tests: the session fixture `spark` (one local[2] session with the
 Maven-cache jars) and the broker fixture `kafka` are in tests/conftest.py. A missing part fails
 loudly; nothing is skipped."""
-
-from __future__ import annotations
-
-from tests.conftest import ROOT, Broker
-
-__all__ = ["ROOT", "Broker"]
-

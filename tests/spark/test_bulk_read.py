@@ -30,10 +30,9 @@ from service.core.table import Column
 from spark_jobs.bulk_read import run
 from spark_jobs.config import JobConfig, Mode, OutputFormat
 from spark_jobs.errors import JobError
-from tests.conftest import FlatavroRegistry
 from tests.core.test_values import EDGE_DDL, EDGE_ROW, EDGE_TABLE, MIN_ROW
-from tests.spark.conftest import Broker
 from tests.support.harness import ServedApp
+from tests.support.parts import Broker, FlatavroRegistry
 
 NULL_ROW = {c.name: None for c in EDGE_TABLE.columns} | {"id": 2}
 LOW_ROW = dict(MIN_ROW, id=3)

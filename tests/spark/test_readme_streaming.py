@@ -20,7 +20,7 @@ from tests.readme_blocks import (
     same_output,
     shell_examples,
 )
-from tests.spark.conftest import Broker
+from tests.support.parts import Broker
 from tests.test_readme import README, ROOT, UPDATE, service  # noqa: F401  (fixture)
 
 EXAMPLES = shell_examples(read_blocks(README.read_text(encoding="utf-8")), RUN_WITH_KAFKA)

@@ -22,8 +22,8 @@ from service.core.framing import frame, unframe
 from spark_jobs.config import Mode, StreamConfig, Trigger
 from spark_jobs.errors import JobError
 from spark_jobs.stream import run
-from tests.spark.conftest import Broker
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
+from tests.support.parts import Broker
 
 PARTITIONS = 3
 ITEMS_V1 = "CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20), price DECIMAL(8,2))"

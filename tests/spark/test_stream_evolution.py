@@ -13,9 +13,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from spark_jobs.errors import JobError
 from spark_jobs.stream import run
-from tests.spark.conftest import Broker
 from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import create_topic, send, stream, table
+from tests.support.parts import Broker
 
 
 def test_the_table_follows_added_dropped_and_widened_columns(

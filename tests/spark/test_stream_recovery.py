@@ -24,7 +24,6 @@ from service.api.settings import Settings
 from spark_jobs import stream as stream_job
 from spark_jobs.config import StreamConfig, Trigger
 from spark_jobs.errors import JobError
-from tests.spark.conftest import ROOT, Broker
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import (
     ITEMS_V1,
@@ -40,6 +39,7 @@ from tests.spark.test_stream import (
     table,
 )
 from tests.support.harness import ServedApp, free_port
+from tests.support.parts import ROOT, Broker
 
 KEYS = 60
 

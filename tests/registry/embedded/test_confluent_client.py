@@ -25,7 +25,7 @@ from service.core.naming import SubjectKind, subject_for
 from service.core.options import SchemaOptions
 from service.core.schema import generate_schemas
 from service.core.values import RowCodec
-from tests.registry.conftest import ServedRegistry
+from tests.support.registry import ServedRegistry
 
 TABLE = table_from_ddl("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, amount DECIMAL(10,2),"
                        " note VARCHAR(20), flags BIT(8), created DATETIME(3))")

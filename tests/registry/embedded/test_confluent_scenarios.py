@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from service.registry.embedded.registry import EmbeddedRegistry
-from tests.registry.conftest import ServedRegistry
+from tests.support.registry import ServedRegistry
 
 DATA = json.loads((Path(__file__).parents[1] / "data" / "confluent_scenarios.json")
                   .read_text(encoding="utf-8"))

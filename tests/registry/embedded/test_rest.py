@@ -12,8 +12,8 @@ import pytest
 
 from service.registry.embedded import store as store_module
 from service.registry.embedded.registry import EmbeddedRegistry
-from tests.registry.conftest import ServedRegistry
 from tests.registry.embedded.test_store_shared import held_write_lock
+from tests.support.registry import ServedRegistry
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 A = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
