@@ -66,7 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the service app; `settings` default to the ``FLATAVRO_*`` environment."""
     settings = settings or Settings()
     app = FastAPI(title="flatavro", version="0.1.0", description=DESCRIPTION,
-                  lifespan=_lifespan(settings), docs_url=None, redoc_url=None,
+                  lifespan=_lifespan(settings), docs_url=None, redoc_url=None, openapi_url=None,
                   openapi_tags=None, separate_input_output_schemas=False)
     for router in ROUTERS:
         app.include_router(router)
@@ -104,7 +104,8 @@ def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextMan
             app.state.registry_app = RegistryGuard(
                 create_registry_app(runtime.embedded, max_body_bytes=settings.max_body_bytes),
                 keys)
-        log.info("starting", extra={"config": settings.redacted(),
+        log.info("starting", extra={"docs": f"http://{settings.host}:{settings.port}/docs",
+                                    "config": settings.redacted(),
                                     "registry": "embedded" if settings.embedded else "remote"})
         # The start-up heap (FastAPI, pydantic, compiled schemas' modules) never dies: keep it
         # out of the collector's full passes, which otherwise stall requests for tens of ms.

@@ -116,6 +116,15 @@ def test_steady_state_encode_makes_no_registry_calls(client: TestClient) -> None
                   'flatavro_record_errors_total{direction="encode"}') == 1
 
 
+def test_the_documents_and_the_root_have_their_own_route_label(client: TestClient) -> None:
+    home = client.get("/", follow_redirects=False)
+    assert home.status_code == 307 and home.headers["location"] == "/docs"
+    assert client.get("/openapi.json").json()["info"]["title"] == "flatavro"
+    text = client.get("/metrics").text
+    assert 'route="/openapi.json"' in text and 'route="/"' in text
+    assert "unmatched" not in text
+
+
 def test_readyz_with_the_embedded_registry(client: TestClient) -> None:
     assert client.get("/readyz").json() == {"status": "ok"}
 
@@ -129,6 +138,7 @@ def test_logs_are_json_with_request_ids_and_no_secrets(
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line]
     start = next(entry for entry in lines if entry["message"] == "starting")
     assert start["config"]["api_keys"] == ["**********"]
+    assert start["docs"] == "http://127.0.0.1:8080/docs"
     access = [entry for entry in lines if entry["logger"] == "flatavro.access"]
     assert [entry["request_id"] for entry in access] == ["req-42", generated]
     assert access[0]["status"] == 200 and access[0]["route"] == "/healthz"

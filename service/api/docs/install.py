@@ -12,7 +12,7 @@ from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from service.api.docs import registry_openapi
@@ -58,7 +58,17 @@ def install_docs(app: FastAPI, auth: AuthDoc, *, registry: bool = False) -> None
         return HTMLResponse(docs_page(f"{app.title} - docs", assets=_ASSETS,
                                       definitions=definitions, parameters=_SWAGGER))
 
+    async def document() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    async def home() -> RedirectResponse:
+        return RedirectResponse("/docs")
+
     # FastAPI's documented way to extend the document is to replace `app.openapi`, which
     # mypy sees as assigning to a method.
     app.openapi = openapi  # type: ignore[method-assign]
+    # An API route (not FastAPI's plain one, the app is built with openapi_url=None), so that
+    # the request metrics label it `/openapi.json` rather than `unmatched`.
+    app.add_api_route("/openapi.json", document, include_in_schema=False)
     app.add_api_route("/docs", page, include_in_schema=False)
+    app.add_api_route("/", home, include_in_schema=False)
