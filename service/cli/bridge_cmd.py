@@ -11,6 +11,7 @@ import socket
 import threading
 from typing import Any
 
+from service.bridge.log import log
 from service.cdc.catalog import Protocol
 from service.cli.convert_cmd import (
     add_key_columns_option,
@@ -19,6 +20,7 @@ from service.cli.convert_cmd import (
     registry_settings,
 )
 from service.cli.schema_cmd import add_schema_options, schema_options
+from service.registry.errors import RegistryAuthError, RegistryError, RegistryUnsupportedError
 from service.usecases.runtime import Runtime
 from service.usecases.settings import RuntimeSettings
 
@@ -116,12 +118,27 @@ async def _run(settings: RuntimeSettings, args: argparse.Namespace, *,
         kafka=kafka_settings(os.environ, args.kafka_config))
     runtime = Runtime.start(settings)
     try:
+        await _check_registry(runtime)
         bridge = Bridge(options, runtime.converter)
         if args.metrics_port:
             bridge.metrics.serve(args.metrics_port)
         await bridge.run(stop)
     finally:
         await runtime.stop()
+
+
+async def _check_registry(runtime: Runtime) -> None:
+    """Stop before touching Kafka when the registry URL leads to no Confluent API or refuses
+    the credentials: settings that no retry mends (an unreachable registry is not checked
+    here; the bridge holds its batches until the registry answers)."""
+    if runtime.remote is None:
+        return
+    try:
+        await runtime.remote.probe(runtime.settings.registry_probe_timeout)
+    except (RegistryUnsupportedError, RegistryAuthError):
+        raise
+    except RegistryError as exc:
+        log(f"the schema registry does not answer yet ({exc.message}); batches wait for it")
 
 
 def _bridge(args: argparse.Namespace) -> int:
