@@ -26,6 +26,7 @@ from service.cdc.catalog import Protocol
 from service.cdc.errors import MessageFormatError
 from service.cdc.events import ChangeEvent, EventKind, Pending, SourceMessage
 from service.cdc.interface import ProtocolDecoder
+from service.cdc.sniff import with_protocol_hint
 from service.cdc.tables import TableTracker
 from service.codec.convert_results import (
     Converted,
@@ -171,9 +172,14 @@ class Converter:
             try:
                 source = SourceMessage(index, _bytes(key, encoding=request.encoding, part="key"),
                                        _bytes(value, encoding=request.encoding, part="value"))
-                message = decoder.decode(source)
             except MessageFormatError as exc:
                 decoded.problems.append(MessageProblem(index, exc))
+                continue
+            try:
+                message = decoder.decode(source)
+            except MessageFormatError as exc:
+                hinted = with_protocol_hint(exc, protocol=protocol, message=source)
+                decoded.problems.append(MessageProblem(index, hinted))
                 continue
             if message.pending is not None:
                 decoded.pending.append(message.pending)

@@ -1,0 +1,64 @@
+"""Which TiCDC protocol a message that failed to decode looks like, for the error's hint: a
+Canal-JSON topic read as Open Protocol should say so, not only "the message needs a key"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from service.cdc.catalog import Protocol
+from service.cdc.errors import MessageFormatError
+from service.cdc.events import SourceMessage
+from service.cdc.simple.avro import is_avro
+
+__all__ = ["likely_protocol", "with_protocol_hint"]
+
+_OPEN_PROTOCOL_KEY = (1).to_bytes(8, "big")  # a batch key starts with protocol version 1
+_TITLES = {Protocol.CANAL_JSON: "Canal-JSON", Protocol.OPEN_PROTOCOL: "Open Protocol",
+           Protocol.SIMPLE: "Simple"}
+
+
+def likely_protocol(message: SourceMessage) -> Protocol | None:
+    """The protocol `message` looks written in, from its shape alone, or None.
+
+    Canal-JSON: a JSON object with ``isDdl`` and ``pkNames``/``mysqlType``; Simple: a JSON
+    object with ``version``, ``type`` and ``commitTs`` (or a Simple-Avro datum); Open Protocol:
+    a key starting with the 8-byte big-endian version 1.
+    """
+    if message.key is not None and message.key.startswith(_OPEN_PROTOCOL_KEY):
+        return Protocol.OPEN_PROTOCOL
+    if is_avro(message.value):
+        return Protocol.SIMPLE
+    document = _json_object(message.value)
+    if "isDdl" in document and ("pkNames" in document or "mysqlType" in document):
+        return Protocol.CANAL_JSON
+    if {"version", "type", "commitTs"} <= document.keys():
+        return Protocol.SIMPLE
+    return None
+
+
+def with_protocol_hint(error: MessageFormatError, *, protocol: Protocol,
+                       message: SourceMessage) -> MessageFormatError:
+    """`error`, or when `message` looks like another protocol than `protocol`, the same error
+    saying which (its message ends with the hint; ``likely_protocol`` names it)."""
+    likely = likely_protocol(message)
+    if likely is None or likely is protocol:
+        return error
+    hinted = MessageFormatError(
+        f"{error.message}; the message looks like {_TITLES[likely]}, not "
+        f"{_TITLES[protocol]}: is the protocol {likely.value}?",
+        fix=error.fix, **error.details, likely_protocol=likely.value)
+    hinted.__cause__ = error
+    return hinted
+
+
+def _json_object(value: bytes | None) -> dict[str, Any]:
+    """`value` parsed as a JSON object, else an empty one."""
+    if not value or not value.lstrip().startswith(b"{"):
+        return {}
+    try:
+        document = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return {}
+    return document if isinstance(document, dict) else {}
