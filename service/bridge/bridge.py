@@ -116,6 +116,7 @@ class Bridge:
                 if await self._round():
                     break
             self._finish()
+            self.progress.summary()
         except BridgeStopped:
             self._finish()  # "everything before it is committed" must be true
             raise

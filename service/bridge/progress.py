@@ -49,6 +49,10 @@ class Progress:
         """Set the pending gauge: the messages queued (held, or not yet committed)."""
         self.metrics.pending.set(count)
 
+    def summary(self) -> None:
+        """Log the totals of the run, once, when it ends normally (idle or stopped)."""
+        log(f"done: {self._totals()}")
+
     def report(self, rate: float, *, pending: int) -> None:
         """Log the rate, totals, pending count and lag per assigned partition."""
         lag = []
@@ -58,5 +62,8 @@ class Progress:
             if position >= 0 and high >= 0:
                 self.metrics.lag.labels(str(tp.partition)).set(high - position)
                 lag.append(f"p{tp.partition}={high - position}")
-        totals = ", ".join(f"{name} {count}" for name, count in self.totals.items())
-        log(f"{rate:,.0f} msg/s; {totals}, pending {pending}, lag {' '.join(lag) or '-'}")
+        log(f"{rate:,.0f} msg/s; {self._totals()}, pending {pending}, "
+            f"lag {' '.join(lag) or '-'}")
+
+    def _totals(self) -> str:
+        return ", ".join(f"{name} {count}" for name, count in self.totals.items())

@@ -54,3 +54,12 @@ def test_no_assignment_shows_no_lag(capsys: pytest.CaptureFixture[str]) -> None:
     progress.report(1234.4, pending=0)
     assert capsys.readouterr().err.endswith("1,234 msg/s; converted 0, dead-lettered 0, "
                                             "skipped 0, pending 0, lag -\n")
+
+
+def test_the_summary_gives_the_run_s_totals(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = Progress(metrics=BridgeMetrics(), consumer=FakeConsumer(), every=5.0)
+    progress.committed(Batch(outputs=[(output("a", 0), 0)], dead=[(record(0, 1), "bad")],
+                             sources=2, skipped=[]))
+    progress.summary()
+    assert capsys.readouterr().err == (
+        "bridge: done: converted 1, dead-lettered 1, skipped 0\n")
