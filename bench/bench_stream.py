@@ -39,6 +39,7 @@ from typing import Any
 
 import deltalake
 import httpx
+import pyarrow as pa
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from delta.tables import DeltaTable
@@ -273,7 +274,9 @@ def watch(path: str, first_id: int, errors: list[BaseException]) -> tuple[dict[i
         polls += 1
         if table.version() != version:
             version, now = table.version(), time.monotonic()
-            ids = table.to_pyarrow_table(columns=["id"], filters=[("id", ">=", first_id)])
+            # QueryBuilder: to_pyarrow_table may abort at exit (docs/streaming.md).
+            ids = pa.table(deltalake.QueryBuilder().register("stream", table).execute(
+                f"SELECT id FROM stream WHERE id >= {first_id}").read_all())
             for row_id in ids.column("id").to_pylist():
                 seen.setdefault(row_id, now)
     return seen, (time.monotonic() - start) / max(polls, 1)

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow as pa
 from confluent_kafka import Producer
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import TableNotFoundError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,12 +196,15 @@ class Stream:
 
 
 def delta_rows(path: Path) -> list[dict[str, Any]]:
-    """The table's rows by id, read with delta-rs (none before the stream's first commit)."""
+    """The table's rows by id, read with delta-rs (none before the stream's first commit):
+    through QueryBuilder, as `to_pyarrow_table()` may abort the interpreter at exit and
+    refuses deletion vectors (docs/streaming.md)."""
     try:
         table = DeltaTable(str(path))
     except TableNotFoundError:  # no folder yet, or a log without its first commit
         return []
-    return table.to_pyarrow_table().sort_by("id").to_pylist()
+    rows = QueryBuilder().register("orders", table).execute("SELECT * FROM orders ORDER BY id")
+    return pa.table(rows.read_all()).to_pylist()
 
 
 def show(rows: list[dict[str, Any]]) -> None:

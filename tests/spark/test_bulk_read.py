@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import Producer
-from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
@@ -31,6 +30,7 @@ from spark_jobs.bulk_read import run
 from spark_jobs.config import JobConfig, Mode, OutputFormat
 from spark_jobs.errors import JobError
 from tests.core.test_values import EDGE_DDL, EDGE_ROW, EDGE_TABLE, MIN_ROW
+from tests.support.delta import read_delta
 from tests.support.harness import ServedApp
 from tests.support.parts import Broker, FlatavroRegistry
 
@@ -232,7 +232,7 @@ def test_materialize_writes_a_delta_table(spark: SparkSession, kafka: Broker,
                        output_format=OutputFormat.DELTA))
         assertDataFrameEqual(spark.read.format("delta").load(out),
                              spark.createDataFrame([(1, "a2")], "id int, name string"))
-        assert DeltaTable(out).to_pyarrow_table().to_pylist() == [{"id": 1, "name": "a2"}]
+        assert read_delta(out).to_pylist() == [{"id": 1, "name": "a2"}]
     assert not list(tmp_path.glob("out.tmp-*"))
 
 

@@ -23,6 +23,7 @@ from spark_jobs.config import Mode, StreamConfig, Trigger
 from spark_jobs.errors import JobError
 from spark_jobs.stream import run
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
+from tests.support.delta import read_delta
 from tests.support.parts import Broker
 
 PARTITIONS = 3
@@ -83,8 +84,7 @@ def rows(spark: SparkSession, data: list[tuple[Any, ...]], schema: str) -> DataF
 
 
 def by_delta_rs(config: StreamConfig) -> list[tuple[Any, ...]]:
-    return sorted(tuple(r.values()) for r in DeltaTable(config.table_path)
-                  .to_pyarrow_table().to_pylist())
+    return sorted(tuple(r.values()) for r in read_delta(config.table_path).to_pylist())
 
 
 def test_inserts_updates_deletes_reinserts_over_three_partitions(
