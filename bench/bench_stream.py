@@ -9,14 +9,18 @@ for a 3-partition topic. N changes (default 1,000,000) are encoded in this proce
 every micro-batch touches rows all over the table). A smaller topic goes through every step
 first, untimed, to warm the JVM. Then, timed: (a) `spark_jobs.stream.run`, available-now,
 250,000 offsets per micro-batch, from an empty table and checkpoint (wall clock, start-up
-included); (b) bulk_read of the same topic into Parquet (decode only); (c) a plain
-``write.format("delta").mode("append")`` of those decoded rows, cached in memory first, into a
-fresh table. Where the stream's time goes comes from Spark's query progress (``durationMs``)
-and the MERGE commits' metrics in the Delta log. The table must then hold exactly the live
-keys (inserts - deletes) and the updated rows, else exit 1.
+included), the table with deletion vectors (the stream's default; `--deletion-vectors off`
+for copy-on-write MERGE, to compare); (b) bulk_read of the same topic into Parquet (decode
+only); (c) a plain ``write.format("delta").mode("append")`` of those decoded rows, cached in
+memory first, into a fresh table. Where the stream's time goes comes from Spark's query
+progress (``durationMs``) and the MERGE commits' metrics in the Delta log. The table must then
+hold exactly the live keys (inserts - deletes) and the updated rows, else exit 1.
 Latency: the same stream restarted at processing-time=1 second in a thread; 200 new keys are
 produced one at a time, 20 per second (the time taken after each flush); the main thread polls
 the table with delta-rs every 50 ms and notes when each key first shows; p50/p99 are printed.
+Scale-out: the same topic streamed by `python -m spark_jobs.stream --master spark://...` into a
+fresh table on a standalone cluster (tests/support/cluster.py) of 1 worker, then 2 (1 core and
+a 2 GB executor each); the ratio of wall clock and of the summed micro-batch times.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -54,6 +59,7 @@ from spark_jobs import bulk_read
 from spark_jobs.config import JobConfig, StreamConfig, Trigger
 from spark_jobs.session import build_session
 from spark_jobs.stream import run
+from tests.support.cluster import SparkCluster
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS, WARM_UP, INSERTS, UPDATES = 3, 20_000, 0.80, 0.15  # the rest: deletes
@@ -183,10 +189,11 @@ def stream_config(topic: Topic, work: Path, per_trigger: int, **more: Any) -> St
                            "max_offsets_per_trigger": per_trigger, **more})
 
 
-def apply_all(spark: SparkSession, topic: Topic, work: Path, per_trigger: int
-              ) -> tuple[float, float, float]:
+def apply_all(spark: SparkSession, topic: Topic, work: Path, per_trigger: int, *,
+              deletion_vectors: bool) -> tuple[float, float, float]:
     """Seconds of (stream, bulk_read decode-only, plain Delta append of the decoded rows)."""
-    streamed = timed(lambda: run(spark, stream_config(topic, work, per_trigger)))
+    streamed = timed(lambda: run(spark, stream_config(
+        topic, work, per_trigger, deletion_vectors=deletion_vectors)))
     decoded = str(work / f"{topic.name}-decoded")
     read = timed(lambda: bulk_read.run(spark, JobConfig(
         topic=topic.name, output=decoded, bootstrap_servers=topic.bootstrap,
@@ -204,6 +211,9 @@ def where_time_goes(spark: SparkSession, progress: Progress, path: str, wall: fl
     merges = DeltaTable.forPath(spark, path).history().where("operation = 'MERGE'").collect()
     merge = {n: sum(int(m.operationMetrics.get(n, 0)) for m in merges) / 1000
              for n in MERGE_METRICS}
+    files = {n: sum(int(m.operationMetrics.get(n, 0)) for m in merges)
+             for n in ("numTargetFilesRemoved", "numTargetFilesAdded",
+                       "numTargetDeletionVectorsAdded")}
     return (f"where the stream's {wall:.1f} s go: start-up {wall - total:.1f} s; "
             f"{len(progress.batches)} micro-batches {total:.1f} s = Kafka offsets, planning, "
             f"checkpoint {total - batch:.1f} s + foreachBatch {batch:.1f} s = MERGE "
@@ -211,7 +221,9 @@ def where_time_goes(spark: SparkSession, progress: Progress, path: str, wall: fl
             f"{merge['materializeSourceTimeMs']:.1f} s, scan for matches "
             f"{merge['scanTimeMs']:.1f} s, rewrite {merge['rewriteTimeMs']:.1f} s) + before "
             f"MERGE {batch - merge['executionTimeMs']:.1f} s (Kafka fetch and cache of the "
-            f"batch, header aggregate, table history)")
+            f"batch, header aggregate, table history); the MERGEs rewrote "
+            f"{files['numTargetFilesRemoved']} file(s), wrote {files['numTargetFilesAdded']} and "
+            f"{files['numTargetDeletionVectorsAdded']} deletion vector(s)")
 
 
 def check_table(spark: SparkSession, path: str, live: set[int], updated: set[int]) -> bool:
@@ -229,11 +241,11 @@ def rate(name: str, records: int, seconds: float) -> float:
 
 
 def measure_speed(spark: SparkSession, bootstrap: str, url: str, work: Path, count: int,
-                  per_trigger: int) -> tuple[Topic, int, bool]:
+                  per_trigger: int, *, deletion_vectors: bool) -> tuple[Topic, int, bool]:
     """Time the three ways to Delta; (the topic, the live keys, whether the table is right)."""
     warm = Topic("warmup", bootstrap, url)
     warm.send_all(plan(WARM_UP)[0])
-    apply_all(spark, warm, work, per_trigger)
+    apply_all(spark, warm, work, per_trigger, deletion_vectors=deletion_vectors)
     topic, (changes, live, updated) = Topic("bench", bootstrap, url), plan(count)
     kinds = {k: sum(1 for op, _ in changes if op == k) for k in ("insert", "update", "delete")}
     sent = timed(lambda: topic.send_all(changes))
@@ -241,9 +253,11 @@ def measure_speed(spark: SparkSession, bootstrap: str, url: str, work: Path, cou
           f"updates, {kinds['delete']:,} deletes) over {PARTITIONS} partitions in {sent:.1f} s")
     progress = Progress()
     spark.streams.addListener(progress)
-    streamed, read, appended = apply_all(spark, topic, work, per_trigger)
+    streamed, read, appended = apply_all(spark, topic, work, per_trigger,
+                                         deletion_vectors=deletion_vectors)
     spark.streams.removeListener(progress)
-    stream = rate(f"stream (available-now, {per_trigger:,}/micro-batch)", count, streamed)
+    stream = rate(f"stream (available-now, {per_trigger:,}/micro-batch, deletion vectors "
+                  f"{'on' if deletion_vectors else 'off'})", count, streamed)
     plain = rate("plain Delta append of the decoded rows", count, appended)
     decode = rate("bulk_read decode-only (Parquet)", count, read)
     print(f"stream vs plain Delta append: {stream:,.0f} rec/s vs {plain:,.0f} rec/s, ratio "
@@ -283,8 +297,9 @@ def watch(path: str, first_id: int, errors: list[BaseException]) -> tuple[dict[i
 
 
 def measure_latency(spark: SparkSession, topic: Topic, work: Path, first_id: int,
-                    live: int) -> bool:
-    config = stream_config(topic, work, LATENCY_CHANGES, trigger=Trigger(seconds=1))
+                    live: int, *, deletion_vectors: bool) -> bool:
+    config = stream_config(topic, work, LATENCY_CHANGES, trigger=Trigger(seconds=1),
+                           deletion_vectors=deletion_vectors)
     stop, errors, sent = threading.Event(), [], {}
 
     def stream() -> None:
@@ -314,22 +329,65 @@ def measure_latency(spark: SparkSession, topic: Topic, work: Path, first_id: int
     return True
 
 
+CLUSTER_DEFAULTS = "spark.locality.wait 0\nspark.executor.memory 2g\n"
+
+
+def measure_scale_out(topic: Topic, work: Path, count: int, per_trigger: int,
+                      switch: str) -> None:
+    """The same stream as a driver process on a standalone cluster (tests/support/cluster.py)
+    of 1 worker, then of 2 (1 core, 2 GB executor each), into fresh tables: the scale-out."""
+    cluster = SparkCluster(work / "cluster", workers=1, memory="2g", defaults=CLUSTER_DEFAULTS)
+    seconds: list[tuple[float, float]] = []
+    try:
+        for workers in (1, 2):
+            if workers == 2:
+                cluster.start_worker(1)
+            config = stream_config(topic, work / f"cluster-{workers}", per_trigger)
+            command = [sys.executable, "-m", "spark_jobs.stream", "--topic", topic.name,
+                       "--bootstrap-servers", topic.bootstrap, "--service-url", topic.url,
+                       "--table-path", config.table_path, "--checkpoint", config.checkpoint,
+                       "--trigger", "available-now", "--max-offsets-per-trigger",
+                       str(per_trigger), "--deletion-vectors", switch, "--master", cluster.url]
+            started = time.perf_counter()
+            done = subprocess.run(command, cwd=ROOT, env=cluster.env, capture_output=True,
+                                  text=True, check=False)
+            if done.returncode:
+                sys.exit(f"the stream on the cluster failed:\n{done.stderr[-3000:]}")
+            batches = sum(map(float, re.findall(r"^stream: batch \d+: .* in ([\d.]+) s$",
+                                                done.stderr, re.M)))
+            seconds.append((time.perf_counter() - started, batches))
+            rate(f"stream on {workers} cluster worker(s), wall clock", count, seconds[-1][0])
+            rate(f"stream on {workers} cluster worker(s), micro-batches", count, seconds[-1][1])
+    finally:
+        cluster.stop()
+    (wall_1, batches_1), (wall_2, batches_2) = seconds
+    print(f"stream on 2 workers / on 1 worker: {wall_1 / wall_2:.2f} wall clock (start-up "
+          f"included), {batches_1 / batches_2:.2f} micro-batches (target >= 1.6; 2 cores in "
+          f"all here, shared by the executors, the driver and the broker)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--per-trigger", type=int, default=250_000,
                         help="the stream's max offsets per micro-batch")
+    parser.add_argument("--deletion-vectors", choices=["on", "off"], default="on",
+                        help="the stream's --deletion-vectors (default on, as the stream's "
+                             "new tables)")
     args = parser.parse_args()
+    vectors = args.deletion_vectors == "on"
     work = Path(tempfile.mkdtemp(prefix="flatavro-bench-stream-"))
     with broker(work / "kafka") as bootstrap, service(work) as url:
         spark = build_session("flatavro-bench-stream", "local[2]")
         spark.sparkContext.setLogLevel("ERROR")
         try:
             topic, live, ok = measure_speed(spark, bootstrap, url, work, args.changes,
-                                            args.per_trigger)
-            ok = measure_latency(spark, topic, work, args.changes, live) and ok
+                                            args.per_trigger, deletion_vectors=vectors)
+            ok = measure_latency(spark, topic, work, args.changes, live,
+                                 deletion_vectors=vectors) and ok
         finally:
             spark.stop()
+        measure_scale_out(topic, work, args.changes, args.per_trigger, args.deletion_vectors)
     shutil.rmtree(work, ignore_errors=True)
     sys.exit(0 if ok else 1)
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
-__all__ = ["JobConfig", "Mode", "OutputFormat", "SchemaSource", "StreamConfig", "parse_args",
-           "parse_stream_args", "registry_url_from_env"]
+__all__ = ["DEFAULT_OPTIMIZE_EVERY", "JobConfig", "Mode", "OutputFormat", "SchemaSource",
+           "StreamConfig", "parse_args", "parse_stream_args", "registry_url_from_env"]
 
 
 class SchemaSource(Protocol):
@@ -194,6 +194,18 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _whole(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (0 or more)")
+    return int(text)
+
+
+_SWITCH = {"on": True, "off": False}
+
+DEFAULT_OPTIMIZE_EVERY = 100
+"""Micro-batches between two ``OPTIMIZE`` runs of the stream's table (``--optimize-every``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StreamConfig:
     """The streaming job: a Kafka topic kept applied to a Delta table."""
@@ -210,6 +222,10 @@ class StreamConfig:
     mode: Mode = Mode.FAILFAST
     dead_letter: str | None = None
     master: str | None = None
+    # True/False: --deletion-vectors on/off; None (the default): on for a table the stream
+    # creates, an existing table keeps its own setting.
+    deletion_vectors: bool | None = None
+    optimize_every: int = DEFAULT_OPTIMIZE_EVERY  # 0: never
 
 
 STREAM_DESCRIPTION = """\
@@ -221,7 +237,9 @@ Each micro-batch: a schema id the job has not seen is looked up in the service/r
 the new version's columns (existing rows get the column's default, as TiDB shows them); the
 last change per key is MERGEd by the key columns (tombstones delete). A topic without a key
 schema is appended with _op, _partition, _offset, _timestamp. A micro-batch re-run after a
-crash changes nothing (Delta's idempotent writes, keyed by the batch id).
+crash changes nothing (Delta's idempotent writes, keyed by the batch id). A table the stream
+creates for a keyed topic has deletion vectors (--deletion-vectors); every N-th micro-batch
+is followed by Delta's OPTIMIZE (--optimize-every).
 
 Exit status: 0 when an available-now run has caught up (or a processing-time run is stopped by
 SIGTERM/SIGINT); 2 with one line on stderr for bad input or a micro-batch that cannot be
@@ -253,6 +271,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
                         help="at most N messages per micro-batch (default: all available)")
     _add_mode_and_master(parser, "permissive mode: a Delta table for bad messages (key, "
                                  "value, partition, offset, reason)")
+    _add_table_upkeep(parser)
     args = parser.parse_args(argv)
     _check_schema_source(parser, args)
     mode = _mode(parser, args)
@@ -262,4 +281,23 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
         registry_url=args.registry_url, trigger=args.trigger,
         starting_offsets=args.starting_offsets,
         max_offsets_per_trigger=args.max_offsets_per_trigger, mode=mode,
-        dead_letter=args.dead_letter, master=args.master)
+        dead_letter=args.dead_letter, master=args.master,
+        deletion_vectors=_SWITCH.get(args.deletion_vectors),
+        optimize_every=args.optimize_every)
+
+
+def _add_table_upkeep(parser: argparse.ArgumentParser) -> None:
+    """The options of the table's layout: deletion vectors and compaction."""
+    parser.add_argument(
+        "--deletion-vectors", choices=list(_SWITCH), metavar="on|off",
+        help="on (the default for a table the stream creates, unless the topic is keyless: "
+             "an append-only table gets none): MERGE marks changed rows in deletion vectors "
+             "instead of rewriting their files; readers need the Delta table feature "
+             "deletionVectors (docs/streaming.md lists which can). off: a table "
+             "without them, for readers that cannot read them (a table that has them is "
+             "refused). An existing table keeps its setting unless this says on: then the "
+             "stream enables them (a protocol upgrade, logged)")
+    parser.add_argument(
+        "--optimize-every", type=_whole, default=DEFAULT_OPTIMIZE_EVERY, metavar="N",
+        help=f"run Delta's OPTIMIZE (bin-packing small files, purging deletion vectors) after "
+             f"every N-th micro-batch (default {DEFAULT_OPTIMIZE_EVERY}; 0: never)")

@@ -24,6 +24,7 @@ from spark_jobs.config import Mode
 from spark_jobs.errors import JobError
 from spark_jobs.schemas import SubjectVersions, TopicVersions, for_spark
 from spark_jobs.sources import path_exists, qualified
+from spark_jobs.table_upkeep import DELETION_VECTORS_PROPERTY
 from spark_jobs.transforms import BOOKKEEPING, decode, with_frames
 
 __all__ = ["Evolution", "table_schema", "version_schemas", "plan_evolution", "check_table",
@@ -168,11 +169,14 @@ def check_table(spark: SparkSession, path: str, *, topic: str,
     return True
 
 
-def create_table(spark: SparkSession, path: str, *, topic: str, schema: T.StructType) -> None:
-    """An empty Delta table with the topic's columns and the topic as a property."""
+def create_table(spark: SparkSession, path: str, *, topic: str, schema: T.StructType,
+                 deletion_vectors: bool) -> None:
+    """An empty Delta table with the topic's columns, the topic as a property and deletion
+    vectors on or off (``delta.enableDeletionVectors``, explicit either way)."""
     # The builder wants an absolute or scheme-qualified location.
     DeltaTable.createIfNotExists(spark).location(qualified(spark, path)).addColumns(
-        schema).property(TOPIC_PROPERTY, topic).execute()
+        schema).property(TOPIC_PROPERTY, topic).property(
+        DELETION_VECTORS_PROPERTY, str(deletion_vectors).lower()).execute()
 
 
 def check_dead_letter_table(spark: SparkSession, path: str) -> None:

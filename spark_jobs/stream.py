@@ -7,17 +7,16 @@ yet are looked up in the service/registry then, and the table evolves to the new
 version; bad frames stop the stream (failfast) or go to the dead-letter table (permissive);
 `decode` (the same transforms as `bulk_read`) turns frames into rows; the last change per key is
 MERGEd (keyless topics: appended). Every write carries the batch id, so Delta skips a write it
-already has when Spark re-runs a batch after a crash.
+already has when Spark re-runs a batch after a crash. Every N-th batch is followed by Delta's
+OPTIMIZE (`table_upkeep`).
 """
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,17 +26,16 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_jobs import delta_table as delta
 from spark_jobs import sources
+from spark_jobs import table_upkeep as upkeep
 from spark_jobs.bad_messages import triaged
+from spark_jobs.checkpoint_marker import claim_checkpoint
 from spark_jobs.config import Mode, StreamConfig, parse_stream_args
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.schemas import TopicVersions, resolve_schemas
 from spark_jobs.session import run_job
 from spark_jobs.transforms import header_id, last_change_per_key, with_frames
 
-__all__ = ["BatchApplier", "prepare", "run", "main", "CHECKPOINT_MARKER"]
-
-CHECKPOINT_MARKER = "flatavro-stream.json"
-"""Written into the checkpoint on first use: the topic, the table and the stream's id."""
+__all__ = ["BatchApplier", "prepare", "run", "main"]
 
 _POLL_SECONDS = 0.5
 """How often `run` looks at its stop event while the query runs."""
@@ -45,43 +43,6 @@ _POLL_SECONDS = 0.5
 
 def _log(text: str) -> None:
     print(f"stream: {text}", file=sys.stderr, flush=True)
-
-
-def _claim_checkpoint(spark: SparkSession, config: StreamConfig) -> str:
-    """The stream's id (Delta's app id for idempotent writes) from the checkpoint's marker,
-    written on first use.
-
-    Raises:
-        JobError: the checkpoint belongs to another topic or table, was not written by this
-            job, or has applied batches to a table that is gone.
-    """
-    marker = f"{config.checkpoint.rstrip('/')}/{CHECKPOINT_MARKER}"
-    table = sources.qualified(spark, config.table_path)
-    text = sources.read_text(spark, marker)
-    if text is None:
-        if sources.path_exists(spark, config.checkpoint, empty_is_absent=True):
-            raise JobError(f"the checkpoint {config.checkpoint} was not written by this job "
-                           f"(no {CHECKPOINT_MARKER}): give the stream a new --checkpoint")
-        stream_id = uuid.uuid4().hex
-        sources.write_text(spark, marker, text=json.dumps(
-            {"topic": config.topic, "table": table, "id": stream_id}))
-        return f"flatavro-stream-{stream_id}"
-    claimed = json.loads(text)
-    if claimed["topic"] != config.topic:
-        raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream of topic "
-                       f"{claimed['topic']}, not {config.topic}: give each stream its own "
-                       f"--checkpoint")
-    if claimed["table"] != table:
-        raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream into "
-                       f"{claimed['table']}, not {table}: give each table its own "
-                       f"--checkpoint")
-    if not sources.path_exists(spark, config.table_path, empty_is_absent=True) and \
-            sources.path_exists(spark, f"{config.checkpoint.rstrip('/')}/commits",
-                                empty_is_absent=True):
-        raise JobError(f"the checkpoint {config.checkpoint} has applied batches to "
-                       f"{config.table_path}, which no longer exists; to rebuild the table "
-                       f"from the topic, give the stream a new --checkpoint")
-    return f"flatavro-stream-{claimed['id']}"
 
 
 class BatchApplier:
@@ -121,6 +82,9 @@ class BatchApplier:
         # of raw bytes; Delta's MERGE materializes its decoded source itself.
         try:
             summary = self._apply(batch, batch_id)
+            if summary:
+                _log(f"batch {batch_id}: {summary} in {time.monotonic() - started:.1f} s")
+            self._upkeep(batch_id)
         except Exception as exc:
             if self.stopping:  # cancelled by the stop; the checkpoint re-runs it
                 self.interrupted = batch_id
@@ -129,8 +93,18 @@ class BatchApplier:
             else:
                 self.failure = JobError(f"micro-batch {batch_id} failed: {one_line(exc)}")
             raise
-        if summary:
-            _log(f"batch {batch_id}: {summary} in {time.monotonic() - started:.1f} s")
+
+    def _upkeep(self, batch_id: int) -> None:
+        """OPTIMIZE the table after every N-th batch (``--optimize-every``), logged. A crash
+        before the batch commits re-runs it, OPTIMIZE included, which is harmless: a compacted
+        table has little or nothing left to compact."""
+        if not upkeep.optimize_due(batch_id, every=self.config.optimize_every):
+            return
+        started = time.monotonic()
+        compaction = upkeep.optimize(self.spark, self.config.table_path)
+        self.version = self._latest_version()  # a re-run batch must not report OPTIMIZE's commit
+        _log(f"table {self.config.table_path} after batch {batch_id}: OPTIMIZE {compaction} in "
+             f"{time.monotonic() - started:.1f} s")
 
     def _known(self, part: str) -> set[int]:
         subject = getattr(self.schemas, part)
@@ -204,11 +178,13 @@ class BatchApplier:
 
 def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
     """Everything before the first micro-batch: schemas, broker and topic, checkpoint, the
-    table (created, or checked and evolved), the dead-letter table.
+    table (created, or checked, given deletion vectors when asked, and evolved), the
+    dead-letter table.
 
     Raises:
         JobError: unknown topic/subject, unreachable registry or broker, a checkpoint of
-            another stream, a path that holds something else than this topic's table.
+            another stream, a path that holds something else than this topic's table, a table
+            with deletion vectors under ``--deletion-vectors off``.
     """
     schemas = resolve_schemas(config)
     sources.check_topic(config.bootstrap_servers, config.topic)
@@ -216,9 +192,18 @@ def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
     latest = delta.table_schema(spark, schemas)
     exists = delta.check_table(spark, config.table_path, topic=config.topic, versions=versions,
                                latest=latest)
-    app_id = _claim_checkpoint(spark, config)
-    if not exists:
-        delta.create_table(spark, config.table_path, topic=config.topic, schema=latest)
+    vectors = upkeep.deletion_vectors(spark, config.table_path) if exists else None
+    if vectors is not None:
+        upkeep.check_readers(vectors, config.table_path, wanted=config.deletion_vectors)
+    app_id = claim_checkpoint(spark, config)
+    keyed = schemas.key is not None
+    if vectors is None:
+        delta.create_table(spark, config.table_path, topic=config.topic, schema=latest,
+                           deletion_vectors=upkeep.for_new_table(config.deletion_vectors,
+                                                                 keyed=keyed))
+    elif note := upkeep.settle_deletion_vectors(spark, config.table_path, state=vectors,
+                                                wanted=config.deletion_vectors, keyed=keyed):
+        _log(note)
     if config.dead_letter is not None:
         delta.check_dead_letter_table(spark, config.dead_letter)
     applier = BatchApplier(spark, config, schemas=schemas, app_id=app_id)

@@ -1,9 +1,9 @@
 """Real parts, started on first use, one per test session unless a test needs its own: a
 single-node KRaft broker (deploy/kafka/kafka.sh) for the Spark and bridge tests, Apicurio
-Registry (deploy/apicurio/apicurio.sh) and a `flatavro serve` as external registries, and a
-local Spark session (the parts themselves are in tests/support/parts.py). Each fails loudly
-when its part is missing; nothing is skipped. Also the hook marking each test with the parts
-it needs."""
+Registry (deploy/apicurio/apicurio.sh) and a `flatavro serve` as external registries, a
+local Spark session and a Spark standalone cluster (the parts themselves are in
+tests/support/parts.py and cluster.py). Each fails loudly when its part is missing; nothing is
+skipped. Also the hook marking each test with the parts it needs."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.cluster import SparkCluster
 from tests.support.parts import Apicurio, Broker, FlatavroRegistry, not_in_fast_tier
 
-_FIXTURE_MARKS = {"kafka": "kafka", "spark": "spark", "apicurio": "apicurio"}
+_FIXTURE_MARKS = {"kafka": "kafka", "spark": "spark", "spark_cluster": "spark",
+                  "apicurio": "apicurio"}
 _FOLDER_MARKS = {"spark": "spark", "bridge": "kafka"}
 _FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
                "test_readme_quickstart.py": "apicurio", "test_kafka_settings.py": None,
@@ -75,3 +77,13 @@ def spark() -> Iterator[Any]:
     session = build_session("flatavro-tests", "local[2]")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    """One Spark standalone cluster (a master, two 1-core workers on loopback) for the test
+    session; a test that kills a worker starts it again."""
+    not_in_fast_tier("a Spark cluster", "spark")
+    cluster = SparkCluster(tmp_path_factory.mktemp("spark-cluster"))
+    yield cluster
+    cluster.stop()

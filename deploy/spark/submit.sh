@@ -9,6 +9,11 @@
 #   deploy/spark/submit.sh stream --topic tidb_shop_orders --bootstrap-servers kafka:9092 \
 #       --registry-url http://schema-registry:8081 --table-path s3a://lake/orders \
 #       --checkpoint s3a://lake/_checkpoints/orders
+# --local-jars first (or FLATAVRO_SPARK_JARS=local): the jars deploy/jvm/fetch.sh cached
+# (FLATAVRO_JVM_CACHE, else .cache/jvm) go to spark-submit --jars instead, the driver serving
+# them to the executors: no Ivy, no repository (what the tests run on their standalone cluster).
+# SPARK_MASTER (default yarn) is the master; a standalone spark://host:port that does not
+# answer is one line and exit 2 within 10 s. FLATAVRO_ZIP moves the zip (default dist/).
 # Needs spark-submit on PATH and, for the driver, Python >= 3.11 with the package's dependencies:
 # schema look-up at start-up uses the service's registry client and settings (httpx,
 # pydantic-settings, avro, orjson), the topic check confluent-kafka; install the package with its
@@ -20,14 +25,45 @@
 # service does: set them in the environment (never on the command line, which ps shows).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+python=${PYTHON:-python3}
 spark_version=${SPARK_VERSION:-4.0.0}
 delta_version=${DELTA_VERSION:-4.0.0}  # the Delta release built for that Spark line
+master=${SPARK_MASTER:-yarn}
+jars=${FLATAVRO_SPARK_JARS:-packages}
+zip=${FLATAVRO_ZIP:-$root/dist/flatavro.zip}
+if [ "${1:-}" = --local-jars ]; then jars=local; shift; fi
 job=bulk_read
 if [ "${1:-}" = stream ] || [ "${1:-}" = bulk_read ]; then job=$1; shift; fi
-"${PYTHON:-python3}" "$root/deploy/spark/build_zip.py" "$root/dist/flatavro.zip" >&2
+
+case $jars in
+    local|packages) ;;
+    *) echo "submit.sh: error: FLATAVRO_SPARK_JARS is local or packages, not $jars" >&2; exit 2 ;;
+esac
+# The jobs' own checks (spark_jobs/session.py, standard library only like build_zip.py) before
+# spark-submit starts a JVM: a standalone master answers; with local jars, the cache has them
+# (printed comma-separated for --jars).
+session_check='
+import sys
+from spark_jobs.errors import JobError
+from spark_jobs.session import check_master, jar_paths
+try:
+    check_master(sys.argv[1], option="SPARK_MASTER")
+    if sys.argv[2] == "local":
+        print(",".join(jar_paths()))
+except JobError as exc:
+    print(f"submit.sh: error: {exc}", file=sys.stderr)
+    sys.exit(2)
+'
+jvm_parts=(--packages "org.apache.spark:spark-avro_2.13:$spark_version,org.apache.spark:spark-sql-kafka-0-10_2.13:$spark_version,io.delta:delta-spark_2.13:$delta_version")
+if [[ $master == spark://* || $jars == local ]]; then
+    local_jars=$(PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$python" -c "$session_check" \
+        "$master" "$jars")
+    if [ "$jars" = local ]; then jvm_parts=(--jars "$local_jars"); fi
+fi
+"$python" "$root/deploy/spark/build_zip.py" "$zip" >&2
 exec spark-submit \
-    --master "${SPARK_MASTER:-yarn}" \
-    --packages "org.apache.spark:spark-avro_2.13:$spark_version,org.apache.spark:spark-sql-kafka-0-10_2.13:$spark_version,io.delta:delta-spark_2.13:$delta_version" \
-    --py-files "$root/dist/flatavro.zip" \
+    --master "$master" \
+    "${jvm_parts[@]}" \
+    --py-files "$zip" \
     --conf spark.sql.session.timeZone=UTC \
     "$root/spark_jobs/$job.py" "$@"

@@ -208,7 +208,7 @@ def test_refusals_before_the_first_micro_batch(
 
     stream_job.prepare(spark, config)  # claims the checkpoint and creates the table
     assert DeltaTable(config.table_path).metadata().configuration == {
-        "flatavro.topic": topic}
+        "flatavro.topic": topic, "delta.enableDeletionVectors": "true"}
     register(service, ITEMS_V1, "stream_refuse_2")
     create_topic(kafka, "stream_refuse_2")
     with pytest.raises(JobError, match="mirrors topic stream_refuse, not stream_refuse_2"):

@@ -1,0 +1,68 @@
+"""The stream's table-layout options, parsed (no JVM): `--deletion-vectors on|off` (left out:
+the stream's default, on for a new table, an existing one keeps its own) and
+`--optimize-every N`, and which batches OPTIMIZE follows."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.config import DEFAULT_OPTIMIZE_EVERY, parse_stream_args
+from spark_jobs.table_upkeep import Compaction, for_new_table, optimize_due
+
+ARGV = ["--topic", "t", "--bootstrap-servers", "b:9092", "--registry-url", "http://r",
+        "--table-path", "p", "--checkpoint", "c"]
+
+
+def test_deletion_vectors_and_optimize_every() -> None:
+    default = parse_stream_args(ARGV)
+    assert default.deletion_vectors is None
+    assert default.optimize_every == DEFAULT_OPTIMIZE_EVERY == 100
+    assert parse_stream_args([*ARGV, "--deletion-vectors", "on"]).deletion_vectors is True
+    assert parse_stream_args([*ARGV, "--deletion-vectors", "off"]).deletion_vectors is False
+    assert parse_stream_args([*ARGV, "--optimize-every", "0"]).optimize_every == 0
+    assert parse_stream_args([*ARGV, "--optimize-every", "7"]).optimize_every == 7
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--deletion-vectors", "yes", "argument --deletion-vectors: invalid choice: 'yes'"),
+    ("--optimize-every", "-1", "'-1' is not a whole number (0 or more)"),
+    ("--optimize-every", "ten", "'ten' is not a whole number (0 or more)")])
+def test_bad_values_exit_2_naming_the_option(option: str, value: str, message: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_stream_args([*ARGV, option, value])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_new_tables_get_deletion_vectors_when_keyed_or_asked() -> None:
+    assert for_new_table(None, keyed=True) is True
+    assert for_new_table(None, keyed=False) is False  # an append-only change log
+    assert for_new_table(True, keyed=False) is True
+    assert for_new_table(False, keyed=True) is False
+
+
+def test_optimize_follows_every_nth_batch_and_never_with_0() -> None:
+    assert [b for b in range(10) if optimize_due(b, every=3)] == [2, 5, 8]
+    assert [b for b in range(3) if optimize_due(b, every=1)] == [0, 1, 2]
+    assert not any(optimize_due(b, every=0) for b in range(1000))
+
+
+def test_a_compaction_says_what_it_did() -> None:
+    assert str(Compaction(removed=41, added=1)) == "41 file(s) compacted into 1"
+    assert str(Compaction(removed=0, added=0)) == "nothing to compact"
+
+
+def test_every_option_is_a_row_of_the_docs_options_table(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_stream_args(["--help"])
+    options = set(re.findall(r"^\s+(--[a-z-]+)", capsys.readouterr().out, re.M)) - {"--help"}
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "streaming.md").read_text()
+    rows = set(re.findall(r"^\| `(--[a-z-]+)`", docs, re.M))
+    for pair in re.findall(r"^\| `(--[a-z-]+)` / `(--[a-z-]+)`", docs, re.M):
+        rows |= set(pair)
+    assert options == rows
