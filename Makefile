@@ -5,8 +5,10 @@
 #                Kafka jars and Apicurio Registry (~140 MB, the tests' third-party registry)
 #                from Maven Central into .cache/jvm (Java 17+ and Maven); make test installs
 #                Debian's chromium when it is missing.
-#   make check   the fast tier: ruff and every test that needs no JVM, broker or browser (the
-#                `spark`/`dev` extras, no jars); make test runs everything.
+#   make check   the fast tier: ruff and every test that needs no JVM, broker, browser or helm
+#                (the `spark`/`dev` extras, no jars); make test runs everything, and builds
+#                helm with go once into .cache/helm for the chart tests (make setup too),
+#                and SeaweedFS, the object-storage tests' S3 server, into .cache/s3 (~6-9 min).
 #   make dist    dist/flatavro.zip: the Spark job's Python code, for spark-submit --py-files.
 # Each goal first runs deploy/prereqs.sh, which names in one line what the machine lacks.
 PYTHON ?= python3
@@ -20,6 +22,12 @@ SERVICE := $(VENV)/.service-installed
 EXTRAS := $(VENV)/.extras-installed
 JARS := $(JVM_CACHE)/.fetched
 DIST := dist/flatavro.zip
+# helm, built from its Go module by deploy/helm/build.sh, for the chart tests (tests/deploy).
+HELM_CACHE := $(or $(FLATAVRO_HELM_CACHE),.cache/helm)
+HELM := $(HELM_CACHE)/.built
+# SeaweedFS, built from its Go module by deploy/s3/seaweedfs.sh: the object-storage tests' S3.
+SEAWEEDFS_CACHE := $(or $(FLATAVRO_S3_CACHE),.cache/s3)
+SEAWEEDFS := $(SEAWEEDFS_CACHE)/.built
 # pytest-xdist workers for make check / make test (one per core on the 2-core CI machine).
 TEST_WORKERS ?= 2
 CHECKS := check-run check-openapi check-dist check-setup check-check check-test check-demo \
@@ -32,7 +40,7 @@ CHECKS := check-run check-openapi check-dist check-setup check-check check-test 
 run: check-run $(SERVICE)
 	$(BIN)/flatavro serve
 
-setup: check-setup $(EXTRAS) $(JARS)
+setup: check-setup $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS)
 
 # The fast tier: tests/conftest.py marks what needs a broker, Spark, Apicurio, a browser or
 # Maven; FLATAVRO_FAST_TIER makes an unmarked test that starts one fail at once.
@@ -40,13 +48,13 @@ check: check-check $(EXTRAS)
 	$(BIN)/ruff check service spark_jobs tests bench deploy
 	$(BIN)/mypy
 	FLATAVRO_FAST_TIER=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
-		-m "not kafka and not spark and not apicurio and not browser and not maven"
+		-m "not kafka and not spark and not apicurio and not browser and not maven and not helm"
 
 # Every test, in $(TEST_WORKERS) pytest-xdist workers. A test file stays on one worker (its
 # module fixtures start once, README blocks run in order); each worker starts its own broker,
 # Spark session and Apicurio on first use. The three files that run README blocks in the
 # checkout run disjoint blocks (service / quickstart against Apicurio / ```sh kafka).
-test: check-test $(EXTRAS) $(JARS) browser
+test: check-test $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS) browser
 	$(BIN)/ruff check service spark_jobs tests bench deploy
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
@@ -89,10 +97,19 @@ $(EXTRAS): $(SERVICE) pyproject.toml
 	$(PIP) -e '.[spark,dev]'
 	@touch $@
 
-# spark-avro / spark-sql-kafka at the pyspark version, and a Kafka broker (re-used if present).
+# spark-avro / spark-sql-kafka at the pyspark version, hadoop-aws at its Hadoop, and a Kafka
+# broker (re-used if present).
 $(JARS): $(EXTRAS) deploy/jvm/spark-pom.xml deploy/jvm/kafka-pom.xml deploy/jvm/apicurio-pom.xml \
-		deploy/jvm/fetch.sh
+		deploy/jvm/s3-pom.xml deploy/jvm/fetch.sh
 	PYTHON=$(BIN)/python FLATAVRO_JVM_CACHE=$(JVM_CACHE) deploy/jvm/fetch.sh all
+	@touch $@
+
+$(HELM): deploy/helm/build.sh
+	FLATAVRO_HELM_CACHE=$(HELM_CACHE) deploy/helm/build.sh
+	@touch $@
+
+$(SEAWEEDFS): deploy/s3/seaweedfs.sh
+	FLATAVRO_S3_CACHE=$(SEAWEEDFS_CACHE) deploy/s3/seaweedfs.sh build
 	@touch $@
 
 # Debian's Chromium, for the test that renders /docs headless (installed once, if missing).

@@ -36,7 +36,7 @@ from deltalake.exceptions import TableNotFoundError
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spark_jobs.bulk_read import run  # noqa: E402
+from spark_jobs.bulk_read_job import run  # noqa: E402
 from spark_jobs.config import JobConfig  # noqa: E402
 from spark_jobs.session import build_session  # noqa: E402
 

@@ -49,6 +49,12 @@ setup|test|demo|bench)
     fi
     command -v mvn >/dev/null 2>&1 ||
         add "mvn (Maven; make setup/test/demo/bench use it to fetch the Spark and Kafka jars)" not-run
+    if [ "$target" = test ] && ! command -v openssl >/dev/null 2>&1; then
+        add "openssl (make test makes the secured Kafka broker's CA and certificate with it; Debian: apt-get install openssl)" not-run
+    fi
+    if { [ "$target" = setup ] || [ "$target" = test ]; } && ! command -v go >/dev/null 2>&1; then
+        add "go (make setup/test build helm and SeaweedFS with it once, for the chart and object-storage tests; https://go.dev/dl)" not-run
+    fi
     ;;
 esac
 

@@ -1,64 +1,45 @@
 """``python -m spark_jobs.bulk_read``: a flat-avro topic (Kafka or a dump) -> typed Parquet or a
-Delta table.
+Delta table (the job itself: `spark_jobs.bulk_read_job`). See ``--help``; errors are one line
+on stderr and exit code 2, with no output left behind.
 
-Wiring only: resolve the schemas once (driver), read, check frames in Spark SQL, decode each
-writer id's rows with its writer schema into the latest (reader) schema, write. See
-``--help``; errors are one line on stderr and exit code 2, with no output left behind.
+The command line imports no pyspark: ``--help`` works where only the service is installed, and
+the master and the broker are checked before the JVM starts.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, SparkSession
-
-from spark_jobs import sources
-from spark_jobs.bad_messages import triaged
+from spark_jobs import kafka_check
 from spark_jobs.config import JobConfig, parse_args
-from spark_jobs.errors import JobError
-from spark_jobs.schemas import TopicVersions, resolve_schemas
 from spark_jobs.session import run_job
-from spark_jobs.transforms import latest_state, with_frames
 
-__all__ = ["main", "run"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["main"]
 
 
-def run(spark: SparkSession, config: JobConfig) -> None:
-    """Run the job in `spark` (tests call this with their session).
-
-    Raises:
-        JobError: bad input, unreachable service/registry/broker, a bad message in failfast
-            mode.
-    """
-    schemas = resolve_schemas(config)
-    if config.materialize and schemas.key is None:
-        raise JobError(f"topic {config.topic} has no key schema: --materialize needs a key")
-    for path in filter(None, (config.output, config.dead_letter)):
-        sources.require_absent(spark, path, overwrite=config.overwrite)
+def _checks(config: JobConfig) -> None:
+    """What is checked before the JVM starts (after the master): a refused login or TLS
+    handshake is one line at once."""
     if config.bootstrap_servers:
-        sources.check_topic(config.bootstrap_servers, config.topic)
-    framed = with_frames(sources.read_source(spark, config))
-    with triaged(framed, schemas, mode=config.mode) as messages:
-        if messages.dead is not None:
-            assert config.dead_letter is not None  # parse_args: permissive needs it
-            sources.write_parquet(spark, messages.dead, path=config.dead_letter)
-        sources.write_output(spark, _output(messages.rows, schemas, config=config),
-                             path=config.output, data_format=config.output_format.value)
-
-
-def _output(rows: DataFrame, schemas: TopicVersions, *, config: JobConfig) -> DataFrame:
-    """Every change, or with ``--materialize`` the latest state per key."""
-    if config.materialize:
-        assert schemas.key is not None
-        return latest_state(rows, schemas.key.field_names())
-    return rows
+        kafka_check.check_broker(config.bootstrap_servers, kafka=config.kafka)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse argv, run on a fresh session, report errors in one line (exit 2)."""
+    """Parse argv, check, run on a fresh session, report errors in one line (exit 2)."""
     config = parse_args(argv)
-    return run_job("bulk_read", lambda spark: run(spark, config), master=config.master)
+
+    def work(spark: SparkSession) -> None:
+        from spark_jobs.bulk_read_job import run
+
+        run(spark, config)
+
+    return run_job("bulk_read", work, master=config.master, checks=lambda: _checks(config),
+                   paths=(config.input, config.output, config.dead_letter))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
+from spark_jobs.errors import JobError
+from spark_jobs.kafka_settings import KafkaSettings
+
 __all__ = ["DEFAULT_OPTIMIZE_EVERY", "JobConfig", "Mode", "OutputFormat", "SchemaSource",
            "StreamConfig", "parse_args", "parse_stream_args", "registry_url_from_env"]
 
@@ -66,6 +69,7 @@ class JobConfig:
     overwrite: bool = False
     master: str | None = None
     output_format: OutputFormat = OutputFormat.PARQUET
+    kafka: KafkaSettings = KafkaSettings()  # --kafka-config over FLATAVRO_KAFKA_*
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,7 +83,7 @@ SERVICE_URL_HELP = (
     "the flatavro service: schemas from its embedded registry, read as --registry-url "
     "<service>/registry (a service that uses an external registry has none: pass that registry "
     "as --registry-url); an API key of a service with FLATAVRO_API_KEYS goes in "
-    "FLATAVRO_REGISTRY_BEARER_TOKEN")
+    "FLATAVRO_API_KEY (or FLATAVRO_REGISTRY_BEARER_TOKEN)")
 REGISTRY_URL_HELP = (
     "a Confluent-compatible schema registry (a path prefix is fine); default: "
     "$FLATAVRO_REGISTRY_URL. As for the service, credentials and TLS come from the environment "
@@ -119,6 +123,22 @@ def _add_mode_and_master(parser: argparse.ArgumentParser, dead_letter: str) -> N
                                          "local[*])")
 
 
+KAFKA_CONFIG_HELP = (
+    "a file of Kafka client settings, key=value lines as for `flatavro bridge --kafka-config` "
+    "(librdkafka names: security.protocol, sasl.mechanism, sasl.username, sasl.password, "
+    "ssl.ca.location ...), over FLATAVRO_KAFKA_<NAME> variables; mapped to Spark's kafka.* "
+    "options (docs/streaming.md#secured-kafka), a setting without a mapping is refused")
+
+
+def _kafka(parser: argparse.ArgumentParser, args: argparse.Namespace) -> KafkaSettings:
+    """The Kafka client settings of ``FLATAVRO_KAFKA_*`` and ``--kafka-config`` (one line on
+    a bad one)."""
+    try:
+        return KafkaSettings.read(os.environ, args.kafka_config)
+    except JobError as exc:
+        parser.error(str(exc))
+
+
 def _mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Mode:
     mode = Mode(args.mode)
     if mode is Mode.PERMISSIVE and not args.dead_letter:
@@ -139,6 +159,7 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
     source.add_argument("--input", help="an archived dump: Parquet with the Kafka source's "
                                         "columns key, value, topic, partition, offset, "
                                         "timestamp")
+    parser.add_argument("--kafka-config", metavar="FILE", help=KAFKA_CONFIG_HELP)
     parser.add_argument("--starting-offsets", default="earliest")
     parser.add_argument("--ending-offsets", default="latest")
     _add_schema_source(parser)
@@ -153,13 +174,16 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
                                  "value, partition, offset, reason)")
     args = parser.parse_args(argv)
     _check_schema_source(parser, args)
+    if args.input and args.kafka_config:
+        parser.error("--kafka-config is for --bootstrap-servers (--input reads a dump)")
     mode = _mode(parser, args)
     return JobConfig(
         topic=args.topic, output=args.output, bootstrap_servers=args.bootstrap_servers,
         starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets,
         input=args.input, service_url=args.service_url, registry_url=args.registry_url,
         mode=mode, materialize=args.materialize, dead_letter=args.dead_letter,
-        overwrite=args.overwrite, master=args.master, output_format=OutputFormat(args.format))
+        overwrite=args.overwrite, master=args.master, output_format=OutputFormat(args.format),
+        kafka=_kafka(parser, args))
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +250,9 @@ class StreamConfig:
     # creates, an existing table keeps its own setting.
     deletion_vectors: bool | None = None
     optimize_every: int = DEFAULT_OPTIMIZE_EVERY  # 0: never
+    kafka: KafkaSettings = KafkaSettings()  # --kafka-config over FLATAVRO_KAFKA_*
+    metrics_port: int | None = None  # None: no Prometheus endpoint
+    metrics_host: str = "127.0.0.1"
 
 
 STREAM_DESCRIPTION = """\
@@ -252,6 +279,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--topic", required=True, help="the flat-avro topic")
     parser.add_argument("--bootstrap-servers", required=True, help="the Kafka brokers")
+    parser.add_argument("--kafka-config", metavar="FILE", help=KAFKA_CONFIG_HELP)
     _add_schema_source(parser)
     parser.add_argument("--table-path", required=True, metavar="PATH",
                         help="the Delta table (created when absent)")
@@ -272,6 +300,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     _add_mode_and_master(parser, "permissive mode: a Delta table for bad messages (key, "
                                  "value, partition, offset, reason)")
     _add_table_upkeep(parser)
+    _add_metrics(parser)
     args = parser.parse_args(argv)
     _check_schema_source(parser, args)
     mode = _mode(parser, args)
@@ -283,7 +312,27 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
         max_offsets_per_trigger=args.max_offsets_per_trigger, mode=mode,
         dead_letter=args.dead_letter, master=args.master,
         deletion_vectors=_SWITCH.get(args.deletion_vectors),
-        optimize_every=args.optimize_every)
+        optimize_every=args.optimize_every, kafka=_kafka(parser, args),
+        metrics_port=args.metrics_port, metrics_host=args.metrics_host)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number from 1 to 65535")
+    return int(text)
+
+
+def _add_metrics(parser: argparse.ArgumentParser) -> None:
+    """The options of the Prometheus endpoint (spark_jobs/stream_metrics.py)."""
+    parser.add_argument(
+        "--metrics-port", type=_port, metavar="PORT",
+        help="serve Prometheus metrics on this port while the query runs: micro-batches, "
+             "messages, rows inserted/updated/deleted, lag per partition, last batch duration "
+             "(docs/kubernetes.md#stream-metrics); default: none")
+    parser.add_argument(
+        "--metrics-host", default="127.0.0.1", metavar="HOST",
+        help="the interface of --metrics-port (default 127.0.0.1; 0.0.0.0 in a container, for "
+             "a scraper on another host)")
 
 
 def _add_table_upkeep(parser: argparse.ArgumentParser) -> None:

@@ -22,6 +22,7 @@ from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.config import Mode
 from spark_jobs.errors import JobError
+from spark_jobs.preflight import not_a_dead_letter_table, not_a_delta_table
 from spark_jobs.schemas import SubjectVersions, TopicVersions, for_spark
 from spark_jobs.sources import path_exists, qualified
 from spark_jobs.table_upkeep import DELETION_VECTORS_PROPERTY
@@ -154,8 +155,7 @@ def check_table(spark: SparkSession, path: str, *, topic: str,
     if not path_exists(spark, path, empty_is_absent=True):
         return False
     if not DeltaTable.isDeltaTable(spark, path):
-        raise JobError(f"{path} exists and is not a Delta table: give --table-path a new path "
-                       f"or an existing Delta table of topic {topic}")
+        raise not_a_delta_table(path, topic=topic)
     table = DeltaTable.forPath(spark, path)
     detail = table.detail().select("properties").first()
     assert detail is not None  # a Delta table's detail is one row
@@ -188,7 +188,7 @@ def check_dead_letter_table(spark: SparkSession, path: str) -> None:
     if not path_exists(spark, path, empty_is_absent=True):
         return
     if not DeltaTable.isDeltaTable(spark, path):
-        raise JobError(f"the dead-letter path {path} exists and is not a Delta table")
+        raise not_a_dead_letter_table(path)
     columns = DeltaTable.forPath(spark, path).toDF().columns
     if columns != list(DEAD_LETTER_COLUMNS):
         raise JobError(f"the Delta table at {path} is not a dead-letter table: its columns are "

@@ -7,7 +7,9 @@ The registry is ``--registry-url``, else the flatavro service's embedded registr
 bearer auth (``FLATAVRO_REGISTRY_USERNAME``/``_PASSWORD``, ``_BEARER_TOKEN``: for a service with
 ``FLATAVRO_API_KEYS``, one of its keys as the bearer token or the password), TLS
 (``_VERIFY_TLS``, ``_CA_BUNDLE``), ``_TIMEOUT``, ``_RETRY_BUDGET`` and the breaker come only from
-the environment, never from argv (so they stay out of ``ps``).
+the environment, never from argv (so they stay out of ``ps``). ``FLATAVRO_API_KEY``, one of the
+keys of a service run with ``FLATAVRO_API_KEYS`` (and ``FLATAVRO_PROTECT_READS``), is sent as
+the bearer token when no other registry credential is set.
 
 Driver only, imported by `resolve_schemas` when it runs (pydantic-settings and the client are
 never imported on executors). Every failure is one `JobError` line naming the subject and the
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import ssl
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from service.core.naming import SubjectKind, subject_for
 from service.registry.client import HttpSchemaRegistry, RegistryClientConfig
@@ -39,7 +42,11 @@ from spark_jobs.config import SchemaSource
 from spark_jobs.errors import JobError
 from spark_jobs.schemas import SubjectVersions, TopicVersions
 
-__all__ = ["registry_settings", "resolve_from_registry", "EMBEDDED_REGISTRY_PATH"]
+__all__ = ["registry_settings", "resolve_from_registry", "API_KEY_VARIABLE",
+           "EMBEDDED_REGISTRY_PATH"]
+
+API_KEY_VARIABLE = "FLATAVRO_API_KEY"
+"""A key of the service (one of its ``FLATAVRO_API_KEYS``), sent as the bearer token."""
 
 EMBEDDED_REGISTRY_PATH = "/registry"
 """Where ``flatavro serve`` mounts its embedded registry's Confluent API."""
@@ -79,7 +86,24 @@ def registry_settings(source: SchemaSource) -> RegistrySettings:
     if not settings.registry_url:
         raise JobError("no schema source: pass --service-url or --registry-url, or set "
                        "FLATAVRO_REGISTRY_URL")
-    return settings
+    return _with_api_key(settings)
+
+
+def _with_api_key(settings: RegistrySettings) -> RegistrySettings:
+    """`settings` with ``FLATAVRO_API_KEY`` (the name case-insensitive) as the bearer token.
+
+    Raises:
+        JobError: the key and another registry credential are both set.
+    """
+    keys = [value for name, value in os.environ.items()
+            if name.upper() == API_KEY_VARIABLE and value]
+    if not keys:
+        return settings
+    if settings.registry_bearer_token or settings.registry_username or (
+            settings.registry_password):
+        raise JobError(f"{API_KEY_VARIABLE} and FLATAVRO_REGISTRY_BEARER_TOKEN (or "
+                       f"FLATAVRO_REGISTRY_USERNAME/_PASSWORD) are both set: keep one")
+    return settings.model_copy(update={"registry_bearer_token": SecretStr(keys[-1])})
 
 
 def resolve_from_registry(source: SchemaSource) -> TopicVersions:

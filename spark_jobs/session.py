@@ -11,22 +11,29 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spark_jobs import object_store
 from spark_jobs.errors import JobError, one_line
 
 if TYPE_CHECKING:  # imported where a session is built: the checks run on any python3
     from pyspark.sql import SparkSession
 
-__all__ = ["MASTER_CONNECT_SECONDS", "jar_paths", "master_addresses", "check_master",
-           "build_session", "run_job"]
+__all__ = ["MASTER_CONNECT_SECONDS", "REDACTION_REGEX", "jar_paths", "master_addresses",
+           "check_master", "build_session", "run_job"]
 
 _ROOT = Path(__file__).resolve().parents[1]
 _REQUIRED = ("spark-avro_2.13", "spark-sql-kafka-0-10_2.13", "delta-spark_2.13")
 _STANDALONE = "spark://"
 _STANDALONE_PORT = 7077
+
+REDACTION_REGEX = (r"(?i)secret|password|token|access[.]key"
+                   r"|sasl[.]jaas[.]config|ssl[.]keystore[.]key")
+"""Spark's ``spark.redaction.regex`` (its default, then the Kafka client's secret options): a
+configuration or option whose name or value matches is shown as ``*********(redacted)`` in the
+UI, the event log and plan strings (``kafka.sasl.jaas.config`` holds the SASL password)."""
 
 MASTER_CONNECT_SECONDS = 10.0
 """How long the job waits for a standalone master to accept a connection, all masters of a
@@ -110,9 +117,11 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _without_submit(builder: SparkSession.Builder, master: str) -> SparkSession.Builder:
+def _without_submit(builder: SparkSession.Builder, master: str, *,
+                    s3a: bool) -> SparkSession.Builder:
     """What ``spark-submit`` would otherwise give: the cached jars in ``spark.jars`` (the
-    driver serves them to a cluster's executors), the master, no UI or progress bars."""
+    driver serves them to a cluster's executors; with `s3a`, hadoop-aws's too), the master,
+    no UI or progress bars."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
     if _on_this_machine(master):
         # One machine: the driver listens on loopback only, not on the address Spark would
@@ -124,34 +133,46 @@ def _without_submit(builder: SparkSession.Builder, master: str) -> SparkSession.
             "spark.driver.bindAddress", "127.0.0.1").config(
             "spark.sql.shuffle.partitions", "4").config(
             "spark.databricks.delta.snapshotPartitions", "4")
-    return builder.config("spark.jars", ",".join(jar_paths())).config(
+    jars = jar_paths() + (object_store.hadoop_aws_jars() if s3a else [])
+    return builder.config("spark.jars", ",".join(jars)).config(
         "spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").master(
         master)
 
 
-def build_session(app_name: str, master: str | None = None) -> SparkSession:
+def build_session(app_name: str, master: str | None = None, *,
+                  paths: Sequence[str | None] = ()) -> SparkSession:
     """The job's session. Under ``spark-submit`` (which starts the JVM first and hands Python
     its gateway) the jars come from ``--packages`` or ``--jars`` and the master from the
     submit; otherwise the cached jars go in ``spark.jars`` and `master` defaults to
-    ``local[*]``.
+    ``local[*]``. When one of `paths` (the job's tables, checkpoint, input, output) is
+    ``s3a://``, S3A is configured from the AWS environment (spark_jobs/object_store.py).
 
     Raises:
         JobError: a standalone master (``spark://``) that does not answer (within
             `MASTER_CONNECT_SECONDS`) or does not start the session (something else listens
             there: Spark gives up after three 20 s registration attempts), or jars missing
-            from the cache.
+            from the cache, or AWS settings that cannot work.
     """
     from py4j.protocol import Py4JJavaError
     from pyspark.sql import SparkSession
 
     if master is not None:
         check_master(master)
+    s3a = bool(object_store.s3a_paths(paths))
+    if s3a:
+        object_store.check_environment(os.environ)
     builder = SparkSession.builder.appName(app_name).config(
         "spark.sql.session.timeZone", "UTC").config(
+        "spark.redaction.regex", REDACTION_REGEX).config(
         "spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension").config(
         "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        builder = _without_submit(builder, master or "local[*]")
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # master and jars come from spark-submit
+    cluster = submitted or not (master or "local").startswith("local")
+    for name, value in (object_store.spark_settings(os.environ, executors=cluster) if s3a
+                        else {}).items():
+        builder = builder.config(name, value)
+    if not submitted:
+        builder = _without_submit(builder, master or "local[*]", s3a=s3a)
     elif master:
         builder = builder.master(master)
     try:
@@ -165,18 +186,37 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
                        ) from exc
 
 
-def run_job(name: str, work: Callable[[SparkSession], None], *, master: str | None) -> int:
+_SPARK_PACKAGES = ("pyspark", "py4j", "delta")
+"""What the `spark` extra installs (`delta`: delta-spark's Python package)."""
+
+
+def run_job(name: str, work: Callable[[SparkSession], None], *, master: str | None,
+            checks: Callable[[], None] = lambda: None, paths: Sequence[str | None] = ()) -> int:
     """Run `work` on a fresh session named ``flatavro-<name>`` and stop the session; an error
     is one line ``<name>: error: ...`` on stderr and exit code 2, a Spark/JVM failure its
-    first line, not a Java trace."""
+    first line, not a Java trace. Before the JVM starts: the standalone master answers, then
+    `checks` (the job's checks that need no session). The buckets of `paths` that are
+    ``s3a://`` are reached first thing in the session (a missing credential or bucket, an
+    endpoint that does not answer: one line)."""
     try:
-        spark = build_session(f"flatavro-{name.replace('_', '-')}", master)
+        if master is not None:
+            check_master(master)
+        checks()
+        spark = build_session(f"flatavro-{name.replace('_', '-')}", master, paths=paths)
         try:
+            object_store.check_paths(spark, object_store.s3a_paths(paths))
             work(spark)
         finally:
             spark.stop()
     except JobError as exc:
         print(f"{name}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in _SPARK_PACKAGES:
+            raise
+        print(f"{name}: error: the Spark jobs need the `spark` extra (pyspark, delta-spark) "
+              f"and this Python ({sys.executable}) lacks {exc.name}: run `make setup` (or "
+              f"pip install -e '.[spark]' in the clone)", file=sys.stderr)
         return 2
     except Exception as exc:  # a Spark/JVM failure
         print(f"{name}: error: {one_line(exc)}", file=sys.stderr)

@@ -7,33 +7,15 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from spark_jobs import object_store
 from spark_jobs.config import JobConfig
 from spark_jobs.errors import JobError
 from spark_jobs.transforms import KAFKA_COLUMNS
 
-__all__ = ["check_topic", "read_source", "require_absent", "write_parquet", "write_output",
+__all__ = ["read_source", "require_absent", "write_parquet", "write_output",
            "path_exists", "qualified", "read_text", "write_text"]
 
 _KAFKA_TIMEOUT_MS = "20000"
-
-
-def check_topic(bootstrap_servers: str, topic: str, *, timeout: float = 15.0) -> None:
-    """Fail fast when the broker is down or the topic does not exist.
-
-    Raises:
-        JobError: naming the bootstrap servers or the topic.
-    """
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
-    try:
-        metadata = admin.list_topics(timeout=timeout)
-    except KafkaException as exc:  # the broker did not answer in time
-        raise JobError(f"the Kafka broker at {bootstrap_servers} does not answer "
-                       f"({exc})") from exc
-    if topic not in metadata.topics:
-        raise JobError(f"topic {topic} does not exist at {bootstrap_servers}")
 
 
 def read_source(spark: SparkSession, config: JobConfig) -> DataFrame:
@@ -56,6 +38,7 @@ def read_source(spark: SparkSession, config: JobConfig) -> DataFrame:
             .option("endingOffsets", config.ending_offsets)
             .option("kafka.request.timeout.ms", _KAFKA_TIMEOUT_MS)
             .option("kafka.default.api.timeout.ms", _KAFKA_TIMEOUT_MS)
+            .options(**config.kafka.spark_options())
             .load())
 
 
@@ -126,8 +109,19 @@ def write_parquet(spark: SparkSession, df: DataFrame, *, path: str) -> None:
 def write_output(spark: SparkSession, df: DataFrame, *, path: str, data_format: str) -> None:
     """Write `df` in `data_format` (``parquet`` or ``delta``) to a temporary sibling, then move
     it into place: a failed job leaves no output that looks complete. (A Delta table's log
-    names its files relative to the table's folder, so the folder can be moved whole.)"""
+    names its files relative to the table's folder, so the folder can be moved whole.) On
+    object storage (``s3a://``) a move is a copy of every object, and not atomic: the output
+    is written in place and deleted if the write fails."""
     fs, target, jvm = _fs_and_path(spark, path)
+    if path.startswith(object_store.SCHEME):
+        if fs.exists(target):
+            fs.delete(target, True)
+        try:
+            df.write.format(data_format).mode("error").save(path)
+        except BaseException:
+            fs.delete(target, True)
+            raise
+        return
     staging = f"{path.rstrip('/')}.tmp-{uuid.uuid4().hex}"
     try:
         df.write.format(data_format).mode("error").save(staging)

@@ -14,20 +14,35 @@ from typing import Any
 import pytest
 
 from tests.support.cluster import SparkCluster
-from tests.support.parts import Apicurio, Broker, FlatavroRegistry, not_in_fast_tier
+from tests.support.parts import (
+    Apicurio,
+    Broker,
+    FlatavroRegistry,
+    SecuredBroker,
+    not_in_fast_tier,
+)
 
 _FIXTURE_MARKS = {"kafka": "kafka", "spark": "spark", "spark_cluster": "spark",
-                  "apicurio": "apicurio"}
+                  "apicurio": "apicurio", "secured_kafka": "kafka"}
 _FOLDER_MARKS = {"spark": "spark", "bridge": "kafka"}
 _FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
                "test_readme_quickstart.py": "apicurio", "test_kafka_settings.py": None,
-               "test_evolution_plan.py": None}
+               "test_evolution_plan.py": None, "test_kafka_options.py": None,
+               "test_stream_metrics_counts.py": None, "test_helm.py": "helm",
+               "test_object_store_settings.py": None, "test_preflight.py": None}
+
+
+_LONG_FILES = {"test_stream_table_health.py": 9, "test_cluster.py": 6,
+               "test_stream_recovery.py": 4, "test_object_store.py": 3,
+               "test_broker_restarts.py": 3}
+"""Files that take minutes (minutes on a quiet 2-core machine, roughly), longest first."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with the real parts it needs, from its fixtures, folder and file:
     `kafka` (a broker), `spark` (a Spark session or job), `apicurio` (Apicurio's JVM),
-    `browser` (headless Chromium), `maven` (Maven Central). `make check` runs the rest."""
+    `browser` (headless Chromium), `maven` (Maven Central), `helm` (the helm binary).
+    `make check` runs the rest."""
     for item in items:
         path = Path(str(item.fspath))
         marks = {_FIXTURE_MARKS[f] for f in getattr(item, "fixturenames", ())
@@ -43,11 +58,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             marks.add(_FOLDER_MARKS[path.parent.name])
         for mark in sorted(marks):
             item.add_marker(mark)
+    # Longest files first: `--dist loadfile` hands files to workers in this order, so the
+    # long ones start at once instead of ending the run alone on one worker.
+    items.sort(key=lambda item: _LONG_FILES.get(Path(str(item.fspath)).name, 0), reverse=True)
 
 
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     broker = Broker(tmp_path_factory.mktemp("kafka"))
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
+    """One broker of the secured profile (SASL_SSL, SCRAM-SHA-512, its own CA) for the
+    session: the bridge and the Spark jobs use topics of their own."""
+    broker = SecuredBroker(tmp_path_factory.mktemp("secured-kafka"))
     yield broker
     broker.stop()
 

@@ -1,11 +1,14 @@
-"""The README's fenced blocks: shell examples (```sh, run by the README test) and their outputs.
+"""The executable documentation's fenced blocks: shell examples (```sh, run by the README
+tests) and their outputs, in the README and the docs/ pages listed in `DOCUMENTS`.
 
-Conventions the README follows (and `tests/test_readme.py` enforces):
+Conventions these files follow (and `tests/test_readme.py` enforces):
 - A ```sh block is pasted into bash from the repository root against the service `make run`
-  starts (``localhost:8080``), in README order.
+  starts (``localhost:8080``). The blocks of every file in `DOCUMENTS` run as one session, in
+  that order and in file order: the README's first, then each docs/ page's, which continue
+  from the state the earlier ones left (same service, same registry).
 - A ```sh kafka block also needs a Kafka broker (``127.0.0.1:9092``) and the Spark extras:
   `tests/test_readme.py` leaves it alone and `tests/spark/test_readme_streaming.py` runs the
-  ```sh kafka blocks, in README order, against a real broker and a fresh service.
+  ```sh kafka blocks, in the same order, against a real broker and a fresh service.
 - The fenced block right after either, with info string ``json output`` or ``text output``,
   is what the block prints (stdout and stderr, as a terminal shows them). A block with no
   output block after it must print nothing.
@@ -19,8 +22,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Block", "ShellExample", "read_blocks", "shell_examples", "same_output",
-           "rewrite_output", "RUN", "RUN_WITH_KAFKA", "SERVICE_ADDRESS", "BROKER_ADDRESS"]
+__all__ = ["Block", "ShellExample", "read_blocks", "shell_examples", "document_examples",
+           "same_output", "rewrite_output", "DOCUMENTS", "RUN", "RUN_WITH_KAFKA",
+           "SERVICE_ADDRESS", "BROKER_ADDRESS"]
 
 _FENCE = re.compile(r"^```(.*)$")
 
@@ -36,6 +40,11 @@ SERVICE_ADDRESS = re.compile(r"(localhost|127\.0\.0\.1):8080")
 BROKER_ADDRESS = "127.0.0.1:9092"
 """Where the README's ```sh kafka blocks reach the broker."""
 
+DOCUMENTS = ("README.md", "docs/flat-avro.md", "docs/service.md", "docs/registry.md",
+             "docs/streaming.md", "docs/bridge.md")
+"""The files whose ```sh and ```sh kafka blocks run, relative to the repository root, in the
+order they run: the README's guide first, then the reference pages its examples lead to."""
+
 
 @dataclass(frozen=True)
 class Block:
@@ -49,11 +58,18 @@ class Block:
 
 @dataclass(frozen=True)
 class ShellExample:
-    """A ```sh block and the output the README shows for it (None: prints nothing)."""
+    """A ```sh block and the output its file shows for it (None: prints nothing)."""
 
     script: str
     expected: str | None
     line: int
+    path: str = "README.md"  # the file, relative to the repository root
+    index: int = 0  # its place among the file's blocks with the same info string
+
+    @property
+    def where(self) -> str:
+        """`path:line`, as test ids and failures name the block."""
+        return f"{self.path}:{self.line}"
 
 
 def read_blocks(markdown: str) -> list[Block]:
@@ -78,19 +94,27 @@ def read_blocks(markdown: str) -> list[Block]:
     return blocks
 
 
-def shell_examples(blocks: list[Block], info: str = RUN) -> list[ShellExample]:
+def shell_examples(blocks: list[Block], info: str = RUN, *,
+                   path: str = "README.md") -> list[ShellExample]:
     """The blocks whose info string is `info` (```sh by default), each with the output block
     that directly follows it."""
-    examples = []
-    for index, block in enumerate(blocks):
+    examples: list[ShellExample] = []
+    for position, block in enumerate(blocks):
         if block.info != info:
             continue
-        after = blocks[index + 1] if index + 1 < len(blocks) else None
+        after = blocks[position + 1] if position + 1 < len(blocks) else None
         expected = None
         if after is not None and after.follows_directly and after.info.endswith(" output"):
             expected = after.text
-        examples.append(ShellExample(block.text, expected, block.line))
+        examples.append(ShellExample(block.text, expected, block.line, path, len(examples)))
     return examples
+
+
+def document_examples(root: Path, info: str = RUN) -> list[ShellExample]:
+    """The `info` blocks of every file in `DOCUMENTS` under `root`, in the order they run."""
+    return [example for name in DOCUMENTS
+            for example in shell_examples(read_blocks((root / name).read_text(encoding="utf-8")),
+                                          info, path=name)]
 
 
 def same_output(actual: str, expected: str | None) -> bool:

@@ -6,9 +6,11 @@
 #                  (given to Spark through spark.jars);
 #   $CACHE/kafka/  kafka_2.13 and a log4j binding: a KRaft broker for deploy/kafka/kafka.sh;
 #   $CACHE/apicurio/  Apicurio Registry's app (runner jar + lib/), unpacked from its tarball:
-#                  the third-party registry of the tests, for deploy/apicurio/apicurio.sh.
-# Usage: deploy/jvm/fetch.sh [spark|kafka|apicurio|all]   (CACHE: $FLATAVRO_JVM_CACHE or
-# .cache/jvm)
+#                  the third-party registry of the tests, for deploy/apicurio/apicurio.sh;
+#   $CACHE/hadoop-aws/  hadoop-aws at the Hadoop version pyspark ships and the AWS SDK v2
+#                  modules S3A loads, minus what pyspark ships (s3a:// paths, s3-pom.xml).
+# Usage: deploy/jvm/fetch.sh [spark|kafka|apicurio|hadoop-aws|all]   (CACHE:
+# $FLATAVRO_JVM_CACHE or .cache/jvm)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -47,20 +49,30 @@ fetch() {
     echo "fetched the $name jars in $((SECONDS - started)) s" >&2
 }
 
+pyspark_jars() {
+    "$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))'
+}
+
+# $1 a cache folder: keep only what pyspark lacks (two copies of a library on the classpath
+# is a conflict; pyspark's own copy wins).
+drop_pyspark_jars() {
+    local jar artifact shipped
+    shipped=$(pyspark_jars)
+    for jar in "$1"/*.jar; do
+        artifact=$(basename "$jar" | sed -E 's/-[0-9][^-]*(-[A-Za-z0-9.]+)?\.jar$//')
+        if compgen -G "$shipped/$artifact-[0-9]*.jar" > /dev/null; then
+            rm -f "$jar"
+        fi
+    done
+}
+
 if [[ $what == spark || $what == all ]]; then
     spark_version=$("$python" -c 'import pyspark; print(pyspark.__version__)')
-    pyspark_jars=$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
     delta_version=$(sed -n 's:.*<delta.version>\(.*\)</delta.version>.*:\1:p' "$here/spark-pom.xml")
     fetch spark spark-pom.xml "spark $spark_version delta $delta_version" \
         "~90 MB into ~/.m2 the first time, ~17 MB of it kept in $cache/spark" \
         -Dspark.version="$spark_version"
-    # Keep only what pyspark lacks: two copies of a library on the classpath is a conflict.
-    for jar in "$cache/spark"/*.jar; do
-        artifact=$(basename "$jar" | sed -E 's/-[0-9][^-]*(-[A-Za-z0-9.]+)?\.jar$//')
-        if compgen -G "$pyspark_jars/$artifact-[0-9]*.jar" > /dev/null; then
-            rm -f "$jar"
-        fi
-    done
+    drop_pyspark_jars "$cache/spark"
 fi
 if [[ $what == kafka || $what == all ]]; then
     kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/kafka-pom.xml")
@@ -72,4 +84,20 @@ if [[ $what == apicurio || $what == all ]]; then
         "$here/apicurio-pom.xml")
     FETCH_GOAL=unpack-dependencies fetch apicurio apicurio-pom.xml "apicurio $apicurio_version" \
         "~140 MB into ~/.m2 the first time, ~150 MB unpacked in $cache/apicurio"
+fi
+if [[ $what == hadoop-aws || $what == all ]]; then
+    # hadoop-aws must match the Hadoop inside pyspark (hadoop-client-api-<version>.jar).
+    shipped=$(compgen -G "$(pyspark_jars)/hadoop-client-api-*.jar" | head -1 || true)
+    hadoop_version=$(basename "${shipped:-none}" .jar | sed 's/^hadoop-client-api-//')
+    wanted=$(sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' "$here/s3-pom.xml")
+    sdk_version=$(sed -n 's:.*<aws.sdk.version>\(.*\)</aws.sdk.version>.*:\1:p' "$here/s3-pom.xml")
+    if [[ $hadoop_version != "$wanted" ]]; then
+        echo "pyspark ships Hadoop ${hadoop_version:-(no hadoop-client-api jar)} but" \
+            "deploy/jvm/s3-pom.xml is for Hadoop $wanted: set its hadoop.version, and" \
+            "aws.sdk.version to the SDK that Hadoop's hadoop-project pom names" >&2
+        exit 1
+    fi
+    fetch hadoop-aws s3-pom.xml "hadoop-aws $wanted aws-sdk $sdk_version" \
+        "~15 MB into ~/.m2 the first time, ~10 MB of it kept in $cache/hadoop-aws"
+    drop_pyspark_jars "$cache/hadoop-aws"
 fi

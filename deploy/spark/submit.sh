@@ -20,6 +20,14 @@
 # spark extra (which also brings the delta-spark Python API the stream uses). Executors run no
 # Python UDF of the jobs (decoding is Spark SQL and from_avro); the modules they could import
 # (spark_jobs.transforms, schemas, config) import neither the client nor pydantic-settings.
+# An s3a:// path (--output, --input, --table-path, --checkpoint, --dead-letter) adds S3A:
+# hadoop-aws at the cluster's Hadoop (HADOOP_VERSION, default the 3.4.1 of Spark 4.0) and the
+# AWS SDK modules of deploy/jvm/s3-pom.xml (its bundle excluded), or with --local-jars those
+# deploy/jvm/fetch.sh cached. Credentials come from the driver's environment, never the
+# command line: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN), or AWS_PROFILE
+# (~/.aws, AWS_SHARED_CREDENTIALS_FILE), or the machine's role; AWS_ENDPOINT_URL_S3 or
+# AWS_ENDPOINT_URL for an S3-compatible store, AWS_REGION (spark_jobs/object_store.py, which
+# also passes them on to the executors; docs/streaming.md "Delta on object storage").
 # --registry-url (else FLATAVRO_REGISTRY_URL) reads a Confluent-compatible registry with the
 # driver's FLATAVRO_REGISTRY_USERNAME/PASSWORD or BEARER_TOKEN, CA_BUNDLE, VERIFY_TLS, as the
 # service does: set them in the environment (never on the command line, which ps shows).
@@ -43,21 +51,37 @@ esac
 # spark-submit starts a JVM: a standalone master answers; with local jars, the cache has them
 # (printed comma-separated for --jars).
 session_check='
-import sys
+import os, sys
+from spark_jobs import object_store
 from spark_jobs.errors import JobError
 from spark_jobs.session import check_master, jar_paths
 try:
     check_master(sys.argv[1], option="SPARK_MASTER")
+    s3a = sys.argv[3] == "s3a"
+    if s3a:
+        object_store.check_environment(os.environ)
     if sys.argv[2] == "local":
-        print(",".join(jar_paths()))
+        print(",".join(jar_paths() + (object_store.hadoop_aws_jars() if s3a else [])))
 except JobError as exc:
     print(f"submit.sh: error: {exc}", file=sys.stderr)
     sys.exit(2)
 '
-jvm_parts=(--packages "org.apache.spark:spark-avro_2.13:$spark_version,org.apache.spark:spark-sql-kafka-0-10_2.13:$spark_version,io.delta:delta-spark_2.13:$delta_version")
-if [[ $master == spark://* || $jars == local ]]; then
+packages="org.apache.spark:spark-avro_2.13:$spark_version,org.apache.spark:spark-sql-kafka-0-10_2.13:$spark_version,io.delta:delta-spark_2.13:$delta_version"
+s3a=no
+for arg in "$@"; do
+    if [[ $arg == s3a://* || $arg == --*=s3a://* ]]; then s3a=s3a; fi
+done
+jvm_parts=(--packages "$packages")
+if [ "$s3a" = s3a ]; then
+    sdk_version=$(sed -n 's:.*<aws.sdk.version>\(.*\)</aws.sdk.version>.*:\1:p' \
+        "$root/deploy/jvm/s3-pom.xml")
+    sdk=software.amazon.awssdk
+    jvm_parts=(--packages "$packages,org.apache.hadoop:hadoop-aws:${HADOOP_VERSION:-3.4.1},$sdk:s3:$sdk_version,$sdk:s3-transfer-manager:$sdk_version,$sdk:sts:$sdk_version"
+               --exclude-packages "$sdk:bundle")
+fi
+if [[ $master == spark://* || $jars == local || $s3a == s3a ]]; then
     local_jars=$(PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$python" -c "$session_check" \
-        "$master" "$jars")
+        "$master" "$jars" "$s3a")
     if [ "$jars" = local ]; then jvm_parts=(--jars "$local_jars"); fi
 fi
 "$python" "$root/deploy/spark/build_zip.py" "$zip" >&2

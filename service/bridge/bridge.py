@@ -5,7 +5,8 @@ consumer offsets in one Kafka transaction (consume-transform-produce, exactly on
 `Bridge` composes the parts: `PartitionQueues` (order, holds, retries), `ConversionStep`
 (records through the converter, bad ones found), `Transaction` (begin, produce, offsets,
 commit or abort), `Progress` (totals, metrics, the progress line), `KafkaHealth` (fatal
-errors, lost brokers) and `Topics` (start-up checks, target topics).
+errors, lost brokers), `Topics` (start-up checks, target topics) and `Watchdog` (every Kafka
+call bounded by --broker-timeout, liveness).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, TopicPartition
 
 from service.bridge.batch import Batch
-from service.bridge.clients import KafkaClients, finished_within, kafka_clients
+from service.bridge.clients import KafkaClients, finished_within, kafka_clients, watched
 from service.bridge.conversion import Conversion, ConversionStep
 from service.bridge.errors import BridgeStopped
 from service.bridge.health import KafkaHealth
@@ -29,6 +30,7 @@ from service.bridge.queue import PartitionQueues
 from service.bridge.source import SourceRecord
 from service.bridge.topics import Topics
 from service.bridge.transaction import Transaction
+from service.bridge.watchdog import Watchdog
 from service.codec.convert import Converter
 from service.core.naming import parse_topic_rule
 
@@ -41,8 +43,11 @@ class Bridge:
     def __init__(self, options: BridgeOptions, converter: Converter, *,
                  metrics: BridgeMetrics | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 clients: KafkaClients | None = None) -> None:
-        """Make the Kafka clients (`clients`: ones made already) and the bridge's parts.
+                 clients: KafkaClients | None = None,
+                 watchdog: Watchdog | None = None) -> None:
+        """Make the Kafka clients (`clients`: ones made already) and the bridge's parts;
+        every call on the clients is watched by `watchdog` (its thread is started by the
+        command line).
 
         Raises:
             KafkaConfigError: librdkafka refuses a Kafka setting.
@@ -50,7 +55,9 @@ class Bridge:
         self.options, self.clock = options, clock
         self.metrics = metrics or BridgeMetrics()
         self.health = KafkaHealth(options, clock=clock)
-        self.clients = clients or kafka_clients(options, on_error=self.health.on_error)
+        self.watchdog = watchdog or Watchdog(options.broker_timeout)
+        self.clients = watched(clients or kafka_clients(options, on_error=self.health.on_error),
+                               self.watchdog)
         self.topics = Topics(options, admin=self.clients.admin, health=self.health)
         self.queues = PartitionQueues(clock=clock)
         self.conversion = ConversionStep(options, converter)
@@ -137,6 +144,7 @@ class Bridge:
             self._finish()  # nothing to overlap with: count the batch now
         now = self.clock()
         self.progress.tick(sources, now=now, pending=self.queues.pending)
+        self.watchdog.advanced()
         return self._idle(now)
 
     def _idle(self, now: float) -> bool:

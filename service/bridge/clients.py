@@ -1,12 +1,13 @@
 """The bridge's Kafka clients (admin, read_committed consumer, transactional producer), made
-from its options, and `finished_within` to bound a call that can block for good."""
+from its options, `watched` to put every call on them under the `Watchdog`, and
+`finished_within` to bound a call that can block for good."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -14,8 +15,9 @@ from confluent_kafka.admin import AdminClient
 from service.bridge.errors import KafkaConfigError
 from service.bridge.kafka_settings import redacted
 from service.bridge.options import BridgeOptions
+from service.bridge.watchdog import Watchdog
 
-__all__ = ["KafkaClients", "finished_within", "kafka_clients"]
+__all__ = ["KafkaClients", "finished_within", "kafka_clients", "watched"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,12 @@ def kafka_clients(options: BridgeOptions, *,
     # librdkafka's own log lines (connection refused, ...) stay quiet: errors reach the
     # bridge through error_cb and exceptions and are reported once; `log_level` in the
     # Kafka settings turns them back on.
-    common: dict[str, Any] = {"log_level": 2, **options.kafka,
+    # After losing every broker, librdkafka >= 2.10 "re-bootstraps": it decommissions the
+    # brokers it knew, and a transaction's offset commit then waits for good on the group
+    # coordinator it had cached (librdkafka#5511; seen here on a restart of a single broker).
+    # Keeping the known brokers lets it reconnect to them instead.
+    common: dict[str, Any] = {"log_level": 2, "metadata.recovery.strategy": "none",
+                              **options.kafka,
                               "bootstrap.servers": options.bootstrap_servers,
                               "error_cb": on_error}
     consumer = {
@@ -65,6 +72,33 @@ def kafka_clients(options: BridgeOptions, *,
     except KafkaException as exc:
         raise KafkaConfigError(f"Kafka client settings refused: {exc.args[0].str()} "
                                f"(settings: {redacted(options.kafka)})") from exc
+
+
+class _Watched:
+    """A Kafka client whose every method call is marked in flight on the watchdog."""
+
+    def __init__(self, client: object, *, name: str, watchdog: Watchdog) -> None:
+        self._client, self._name, self._watchdog = client, name, watchdog
+
+    def __getattr__(self, attr: str) -> Any:
+        method = getattr(self._client, attr)
+        if not callable(method):
+            return method
+        label, watchdog = f"{self._name}.{attr}", self._watchdog
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with watchdog.watch(label):
+                return method(*args, **kwargs)
+
+        return call
+
+
+def watched(clients: KafkaClients, watchdog: Watchdog) -> KafkaClients:
+    """The same clients, every call on them watched (``producer.commit_transaction``)."""
+    return KafkaClients(
+        cast(AdminClient, _Watched(clients.admin, name="admin", watchdog=watchdog)),
+        cast(Consumer, _Watched(clients.consumer, name="consumer", watchdog=watchdog)),
+        cast(Producer, _Watched(clients.producer, name="producer", watchdog=watchdog)))
 
 
 def finished_within(work: Callable[[], object], seconds: float) -> bool:

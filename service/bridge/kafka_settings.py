@@ -8,7 +8,7 @@ from pathlib import Path
 
 from service.bridge.errors import KafkaConfigError
 
-__all__ = ["kafka_settings", "redacted", "ENV_PREFIX"]
+__all__ = ["client_settings", "kafka_settings", "redacted", "ENV_PREFIX"]
 
 ENV_PREFIX = "FLATAVRO_KAFKA_"
 _SECRET_WORDS = ("password", "secret", "token", "key.pem", "keystore.key", ".jaas.config",
@@ -45,6 +45,16 @@ def _from_file(path: str) -> dict[str, str]:
     return settings
 
 
+def client_settings(environ: Mapping[str, str], path: str | None) -> dict[str, str]:
+    """The librdkafka settings of ``FLATAVRO_KAFKA_*`` variables, then of the file over them
+    (the Spark jobs read theirs here too, so both mean the same).
+
+    Raises:
+        KafkaConfigError: an unreadable file or a line that is not key=value.
+    """
+    return _from_environment(environ) | (_from_file(path) if path else {})
+
+
 def kafka_settings(environ: Mapping[str, str], path: str | None) -> dict[str, str]:
     """The extra client settings (variables, then the file over them).
 
@@ -52,7 +62,7 @@ def kafka_settings(environ: Mapping[str, str], path: str | None) -> dict[str, st
         KafkaConfigError: an unreadable file, a line that is not key=value, or a setting the
             bridge owns (naming it).
     """
-    settings = _from_environment(environ) | (_from_file(path) if path else {})
+    settings = client_settings(environ, path)
     for name in settings:
         if name in _RESERVED:
             raise KafkaConfigError(f"Kafka setting {name} is set by the bridge (exactly-once "

@@ -1,8 +1,17 @@
-"""The bridge's Prometheus metrics (its own collector registry; served on --metrics-port)."""
+"""The bridge's Prometheus metrics (its own collector registry) and its liveness answer,
+served on --metrics-port: ``/healthz`` is the liveness probe, every other path the metrics."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+import json
+import threading
+from collections.abc import Callable
+from http.server import ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.exposition import MetricsHandler
+
+from service.bridge.watchdog import Liveness
 
 __all__ = ["BridgeMetrics"]
 
@@ -32,6 +41,30 @@ class BridgeMetrics:
         self.lag = Gauge("flatavro_bridge_lag", "Messages behind the source's high watermark",
                          ["partition"], registry=self.registry)
 
-    def serve(self, port: int) -> None:
-        """Serve ``/metrics`` on `port` (all interfaces), in a daemon thread."""
-        start_http_server(port, registry=self.registry)
+    def serve(self, port: int, *, liveness: Callable[[], Liveness]) -> None:
+        """Serve the metrics and ``/healthz`` (`liveness`: 200 or 503 with a JSON reason) on
+        `port` (all interfaces), in a daemon thread."""
+        metrics_registry = self.registry
+
+        class Handler(MetricsHandler):
+            """The metrics at any path but ``/healthz``."""
+
+            registry: CollectorRegistry = metrics_registry
+
+            def do_GET(self) -> None:
+                if self.path.split("?")[0] != "/healthz":
+                    super().do_GET()
+                    return
+                state = liveness()
+                body = json.dumps({"status": "ok" if state.alive else "stuck",
+                                   "reason": state.reason}).encode()
+                self.send_response(200 if state.alive else 503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        server = ThreadingHTTPServer(("", port), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True,
+                         name="flatavro-metrics").start()

@@ -12,6 +12,7 @@ from service.bridge.errors import BridgeError
 from service.bridge.health import KafkaHealth
 from service.bridge.log import log
 from service.bridge.options import BridgeOptions
+from service.bridge.tls_probe import tls_hint
 
 __all__ = ["Topics"]
 
@@ -31,7 +32,7 @@ class Topics:
             BridgeError: the broker does not answer, the source topic does not exist, or the
                 dead-letter topic does not and cannot be created.
         """
-        self.partitions = self._listed()
+        self.partitions = self._listed(self.options.start_timeout, "")
         source = self.options.source_topic
         if source not in self.partitions:
             raise BridgeError(f"the source topic {source} does not exist at "
@@ -46,8 +47,8 @@ class Topics:
         Raises:
             BridgeError: the topic does not exist and may not or cannot be created.
         """
-        if topic not in self.partitions:
-            self.partitions = self._listed()
+        if topic not in self.partitions:  # mid-run: a restarting broker has --broker-timeout
+            self.partitions = self._listed(self.options.broker_timeout, "--broker-timeout ")
         if topic not in self.partitions:
             if not self.options.create_topics:
                 raise BridgeError(f"the target topic {topic} does not exist at "
@@ -68,10 +69,11 @@ class Topics:
         log(f"created topic {topic} with {count} partition(s)")
         return count
 
-    def _listed(self) -> dict[str, int]:
-        """The broker's topics, tried each second for ``start_timeout`` (an authentication
-        failure stops at once, not at the end)."""
-        deadline = time.monotonic() + self.options.start_timeout
+    def _listed(self, within: float, flag: str) -> dict[str, int]:
+        """The broker's topics, tried each second for `within` seconds (an authentication
+        failure stops at once, not at the end); `flag` names the option `within` comes
+        from in the error."""
+        deadline = time.monotonic() + within
         while True:
             try:
                 metadata = self.admin.list_topics(
@@ -83,7 +85,9 @@ class Topics:
                 if time.monotonic() >= deadline:
                     raise BridgeError(
                         f"the Kafka broker at {self.options.bootstrap_servers} does not "
-                        f"answer within {self.options.start_timeout:g} s "
-                        f"({exc.args[0].str()})") from exc
+                        f"answer within {flag}{within:g} s "
+                        f"({exc.args[0].str()})"
+                        f"{tls_hint(self.options.bootstrap_servers, self.options.kafka)}"
+                    ) from exc
         return {name: len(t.partitions) for name, t in metadata.topics.items()
                 if t.error is None}

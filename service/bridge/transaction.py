@@ -4,6 +4,8 @@ batch converts) or abort."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NoReturn
 
@@ -13,6 +15,7 @@ from service.bridge.batch import Batch
 from service.bridge.clients import KafkaClients
 from service.bridge.errors import BridgeError
 from service.bridge.health import KafkaHealth
+from service.bridge.log import log
 from service.bridge.metrics import BridgeMetrics
 from service.bridge.options import BridgeOptions
 
@@ -62,14 +65,13 @@ class Transaction:
             self._produce_dead(batch)
             offsets = [TopicPartition(self.options.source_topic, p, o)
                        for p, o in sorted(batch.offsets.items())]
-            # Bounded by --broker-timeout: a broker lost mid-transaction stops the bridge
-            # then (the transaction is aborted, or times out on the broker, unseen).
-            wait = self.options.broker_timeout
-            self.producer.send_offsets_to_transaction(
-                offsets, self.clients.consumer.consumer_group_metadata(), wait)
+            metadata = self.clients.consumer.consumer_group_metadata()
+            self._retrying("send_offsets_to_transaction", lambda wait: (
+                self.producer.send_offsets_to_transaction(offsets, metadata, wait)))
         except KafkaException as exc:
             self._abort(exc)
-        self.in_flight = (self.committer.submit(self.producer.commit_transaction, wait), batch)
+        self.in_flight = (self.committer.submit(
+            self._retrying, "commit_transaction", self.producer.commit_transaction), batch)
 
     def done(self) -> bool:
         """Whether a transaction is in flight and its commit has returned."""
@@ -94,6 +96,30 @@ class Transaction:
     def shutdown(self) -> None:
         """Stop the commit thread."""
         self.committer.shutdown()
+
+    def _retrying(self, name: str, call: Callable[[float], object]) -> None:
+        """Run `call` (given its timeout); a retriable failure (a broker restarting, the
+        coordinator moving) is tried again until ``broker_timeout`` has passed since the
+        first one, as librdkafka allows for these calls; anything else is raised at once.
+
+        Raises:
+            KafkaException: not retriable, or still failing at the deadline.
+        """
+        bound = self.options.broker_timeout
+        deadline, wait = time.monotonic() + bound, bound
+        while True:
+            try:
+                call(wait)
+                return
+            except KafkaException as exc:
+                error = exc.args[0]
+                if (not error.retriable() or error.txn_requires_abort() or error.fatal()
+                        or time.monotonic() >= deadline):
+                    raise
+                log(f"{name}: {error.str()}; retrying for at most "
+                    f"{deadline - time.monotonic():.0f} s of --broker-timeout {bound:g} s")
+                time.sleep(0.5)
+                wait = max(1.0, deadline - time.monotonic())
 
     def _produce_outputs(self, batch: Batch, partitions: dict[str, int]) -> None:
         for output, source_partition in batch.outputs:

@@ -3,7 +3,7 @@
 A Simple protocol ``TableSchema`` is exact. Canal-JSON (``mysqlType`` + ``pkNames``) and the
 Open Protocol (type codes + flags) only imply a table: the facts they do not carry are
 recorded as `MissingFact`s, and `to_table` refuses (never invents) when the schema to generate
-needs one of them. The README's "Converting TiCDC protocols" section lists the rules.
+needs one of them. docs/flat-avro.md §8 lists the rules.
 """
 
 from __future__ import annotations

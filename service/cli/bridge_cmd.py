@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from service.bridge.log import log
+from service.bridge.watchdog import Watchdog
 from service.cdc.catalog import Protocol
 from service.cli.convert_cmd import (
     add_key_columns_option,
@@ -35,6 +36,13 @@ read the targets with isolation.level=read_committed). Run more copies with the 
 FLATAVRO_KAFKA_<NAME> variables (FLATAVRO_KAFKA_SECURITY_PROTOCOL=SASL_SSL) or --kafka-config
 FILE (key=value lines; wins over the variables); secrets are never logged. The registry comes
 from --registry-url/--registry-file or the FLATAVRO_REGISTRY_* settings, as for the service.
+Broker restarts: a retriable failure (a broker restarting, a coordinator moving) is retried
+for --broker-timeout; every wait on Kafka is bounded by the bridge itself: a call still
+blocked 5 s past --broker-timeout ends the process (exit 2, one line naming the call; the
+next copy with the same --instance-id aborts the open transaction), and SIGTERM/SIGINT ends
+it within --broker-timeout + 10 s whatever it waits on. With --metrics-port, GET /healthz
+answers 200, or 503 with a JSON reason once the main loop has not advanced for
+--broker-timeout (a liveness probe); every other path serves the Prometheus metrics.
 Exit status: 0 after SIGTERM/SIGINT or --exit-when-idle; 2 with one line on stderr otherwise
 (everything converted before the failure is committed)."""
 
@@ -87,21 +95,23 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     cmd.add_argument("--exit-when-idle", type=_positive, metavar="SECONDS",
                      help="exit 0 after this long without new messages (nothing pending)")
     cmd.add_argument("--metrics-port", type=int, metavar="P",
-                     help="serve Prometheus metrics on this port")
+                     help="serve Prometheus metrics on this port, and the liveness probe "
+                          "GET /healthz (503 when the loop is stuck)")
     cmd.add_argument("--kafka-config", metavar="FILE",
                      help="extra librdkafka settings, key=value lines")
     cmd.add_argument("--batch-size", type=_batch_size, default=1000, metavar="N",
                      help="messages per poll batch and transaction, 1..1000000 (default 1000)")
     cmd.add_argument("--broker-timeout", type=_positive, default=60.0, metavar="SECONDS",
-                     help="stop (exit 2) when no broker has answered for this long "
-                          "(default 60); a transaction in flight is aborted, unseen")
+                     help="stop (exit 2) when no broker has answered for this long, or a "
+                          "Kafka call is blocked 5 s past it (default 60); a transaction in "
+                          "flight is aborted, unseen")
     add_registry_options(cmd)
     add_schema_options(cmd)
     cmd.set_defaults(handler=_bridge)
 
 
 async def _run(settings: RuntimeSettings, args: argparse.Namespace, *,
-               stop: threading.Event) -> None:
+               stop: threading.Event, watchdog: Watchdog) -> None:
     from service.bridge.bridge import Bridge, BridgeOptions
     from service.bridge.kafka_settings import kafka_settings
 
@@ -119,9 +129,10 @@ async def _run(settings: RuntimeSettings, args: argparse.Namespace, *,
     runtime = Runtime.start(settings)
     try:
         await _check_registry(runtime)
-        bridge = Bridge(options, runtime.converter)
+        bridge = Bridge(options, runtime.converter, watchdog=watchdog)
         if args.metrics_port:
-            bridge.metrics.serve(args.metrics_port)
+            bridge.metrics.serve(args.metrics_port, liveness=watchdog.liveness)
+        watchdog.start()
         await bridge.run(stop)
     finally:
         await runtime.stop()
@@ -142,8 +153,26 @@ async def _check_registry(runtime: Runtime) -> None:
 
 
 def _bridge(args: argparse.Namespace) -> int:
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    asyncio.run(_run(registry_settings(args), args, stop=stop))
+    stop, watchdog = threading.Event(), Watchdog(args.broker_timeout)
+    _on_signals(stop, watchdog)
+    try:
+        asyncio.run(_run(registry_settings(args), args, stop=stop, watchdog=watchdog))
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     return 0
+
+
+def _on_signals(stop: threading.Event, watchdog: Watchdog) -> None:
+    """SIGTERM/SIGINT set `stop` and start the watchdog's stop deadline. They are taken by a
+    thread of their own (blocked in every other thread, librdkafka's included, which start
+    later): a Python handler runs only in the main thread, which may be blocked in a
+    librdkafka call that never returns."""
+    signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+
+    def wait() -> None:
+        signal.sigwait(signals)
+        stop.set()
+        watchdog.stopping()
+
+    threading.Thread(target=wait, daemon=True, name="flatavro-signals").start()

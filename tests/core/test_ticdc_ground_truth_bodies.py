@@ -45,7 +45,7 @@ TABLES: dict[str, dict[str, Any]] = {t["case"]: t for t in TIDB["tables"]}
 LABELS = [label for label in OPTION_CASES if "_ns-" not in label]
 
 # TiCDC's column value (its text in messages.json) -> flatavro's plain-JSON value, by type
-# family: integers as numbers, DECIMAL and text as strings (README "Row values"). Only the
+# family: integers as numbers, DECIMAL and text as strings (docs/flat-avro.md §5). Only the
 # families the ground-truth tables use are listed; another one fails loudly.
 _PLAIN: dict[TypeFamily, Callable[[str], Any]] = {
     TypeFamily.INTEGER: int,

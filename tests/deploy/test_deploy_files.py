@@ -8,9 +8,12 @@ volume not declared, an argument the job refuses).
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
 import subprocess
+import sys
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -18,8 +21,14 @@ from typing import Any
 import pytest
 import yaml
 
+from service.api.app import create_app
+from service.api.settings import Settings
+from service.bridge.metrics import BridgeMetrics
+from service.bridge.watchdog import Liveness
+from service.cli.main import build_parser
 from spark_jobs.config import parse_args, parse_stream_args
 from tests.support.deploy import ROOT, make_env
+from tests.support.harness import ServedApp, free_port
 
 DEPLOY = ROOT / "deploy"
 DOCKERFILES = {"flatavro": DEPLOY / "docker" / "Dockerfile",
@@ -98,12 +107,19 @@ def test_service_image_keeps_the_registry_in_a_volume_its_user_owns() -> None:
     assert [m for m in mounts if m.split(":")[1] == data]
 
 
+# The image each built compose service runs (the bridge runs the service's image).
+COMPOSE_IMAGES = {"flatavro": "flatavro", "bridge": "flatavro", "stream": "spark",
+                  "spark": "spark"}
+
+
 def test_compose_builds_from_the_repository() -> None:
-    for name, service in compose()["services"].items():
-        if "build" in service:
-            context = (DEPLOY / service["build"]["context"]).resolve()
-            assert context == ROOT, name
-            assert context / service["build"]["dockerfile"] == DOCKERFILES[name]
+    built = {name: service for name, service in compose()["services"].items()
+             if "build" in service}
+    assert set(built) == set(COMPOSE_IMAGES)
+    for name, service in built.items():
+        context = (DEPLOY / service["build"]["context"]).resolve()
+        assert context == ROOT, name
+        assert context / service["build"]["dockerfile"] == DOCKERFILES[COMPOSE_IMAGES[name]]
 
 
 def test_compose_volumes_are_declared_and_bind_mounts_exist() -> None:
@@ -149,3 +165,98 @@ def test_submit_sh_names_repository_paths_and_documented_make_outputs() -> None:
         job = argv.pop(0) if argv[0] == "stream" else "bulk_read"
         assert (ROOT / "spark_jobs" / f"{job}.py").exists()
         (parse_stream_args if job == "stream" else parse_args)(argv)
+
+
+def healthcheck_command(dockerfile: Path) -> list[str]:
+    """The exec-form command of the image's HEALTHCHECK."""
+    options, _, command = only(dockerfile, "HEALTHCHECK").partition(" CMD ")
+    assert all(o.startswith("--") for o in options.split()), options
+    argv = json.loads(command)
+    assert isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+    return argv
+
+
+def check_exit(argv: list[str], **environ: str) -> int:
+    """Run a healthcheck's python command with this interpreter; its exit status."""
+    assert argv[0] == "python"
+    return subprocess.run([sys.executable, *argv[1:]], env=dict(os.environ, **environ),
+                          capture_output=True, timeout=30, check=False).returncode
+
+
+def test_service_image_healthcheck_gets_healthz_on_the_served_port(tmp_path: Path) -> None:
+    """The HEALTHCHECK runs as written against a real service: healthy while it serves,
+    unhealthy once it is gone (the slim image has no curl: the check is the stdlib)."""
+    dockerfile = DOCKERFILES["flatavro"]
+    argv = healthcheck_command(dockerfile)
+    assert "/healthz" in argv[-1] and "curl" not in argv
+    port = re.search(r"FLATAVRO_PORT=(\d+)", only(dockerfile, "ENV"))
+    assert port and only(dockerfile, "EXPOSE") == port.group(1)
+    settings = Settings(registry_db_path=str(tmp_path / "r.sqlite"), log_level="WARNING")
+    app = ServedApp(create_app(settings), health_path="/healthz", lifespan="on").start()
+    served = str(app.port)
+    try:
+        assert check_exit(argv, FLATAVRO_PORT=served) == 0
+    finally:
+        app.stop()
+    assert check_exit(argv, FLATAVRO_PORT=served) == 1
+
+
+def test_compose_waits_for_healthy_dependencies() -> None:
+    services = compose()["services"]
+    for name, service in services.items():
+        needs = service.get("depends_on", {})
+        assert isinstance(needs, dict), f"{name}: depends_on needs conditions"
+        for dependency, condition in needs.items():
+            assert condition == {"condition": "service_healthy"}, f"{name} -> {dependency}"
+            other = services[dependency]
+            image_check = ("build" in other and every(
+                DOCKERFILES[COMPOSE_IMAGES[dependency]], "HEALTHCHECK"))
+            assert "healthcheck" in other or image_check, f"{dependency} has no healthcheck"
+    long_running = {"kafka", "schema-registry", "flatavro", "bridge", "stream"}
+    assert long_running <= {n for n in services
+                            if "healthcheck" in services[n] or n == "flatavro"}
+
+
+def compose_check_url(service: dict[str, Any]) -> str:
+    test = service["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"] and "urllib.request.urlopen" in test[3]
+    url = re.search(r"'(http://127\.0\.0\.1:\d+/\w+)'", test[3])
+    assert url, test
+    return url.group(1)
+
+
+def test_compose_bridge_runs_a_command_the_cli_takes_checked_on_its_liveness_port() -> None:
+    service = compose()["services"]["bridge"]
+    argv = shlex.split(service["command"])
+    assert argv[0] == "flatavro"
+    args = build_parser().parse_args(argv[1:])
+    assert args.command == "bridge" and args.instance_id  # stable across restarts
+    url = compose_check_url(service)
+    assert url == f"http://127.0.0.1:{args.metrics_port}/healthz"
+    assert service["ports"] == [f"{args.metrics_port}:{args.metrics_port}"]
+    # The check as written, against the bridge's real metrics server and its liveness answer.
+    port, alive = free_port(), Liveness(alive=True, reason="advancing")
+    BridgeMetrics().serve(port, liveness=lambda: alive)
+    check = service["healthcheck"]["test"][1:]
+    check[-1] = check[-1].replace(f":{args.metrics_port}/", f":{port}/")
+    assert check_exit(check) == 0
+    alive = Liveness(alive=False, reason="stuck in producer.commit_transaction")
+    assert check_exit(check) == 1
+
+
+def test_compose_stream_serves_metrics_where_its_healthcheck_looks() -> None:
+    dockerfile = DOCKERFILES["spark"]
+    service = compose()["services"]["stream"]
+    command = shlex.split(service["command"])
+    assert command[0] == "spark-submit" and "--py-files" not in command
+    script = next(i for i, token in enumerate(command) if token.endswith(".py"))
+    inside = PurePosixPath(command[script]).relative_to(only(dockerfile, "WORKDIR"))
+    assert inside == PurePosixPath("spark_jobs/stream.py") and (ROOT / inside).is_file()
+    config = parse_stream_args(command[script + 1:])
+    assert config.metrics_host == "0.0.0.0"  # reachable through the published port
+    assert compose_check_url(service) == f"http://127.0.0.1:{config.metrics_port}/metrics"
+    assert service["ports"] == [f"{config.metrics_port}:{config.metrics_port}"]
+    lake = owned_volume(dockerfile)
+    for path in (config.table_path, config.checkpoint):
+        assert PurePosixPath(path).is_relative_to(lake)
+    assert [m for m in service["volumes"] if m.split(":")[1] == lake]

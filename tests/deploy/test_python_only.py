@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 from tests.support.deploy import ROOT
 
@@ -89,5 +90,59 @@ def test_delta_versions_agree() -> None:
     compose = (ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8")
     submit = (ROOT / "deploy" / "spark" / "submit.sh").read_text(encoding="utf-8")
     assert re.search(r"<delta.version>([\d.]+)<", pom).group(1) == pinned  # type: ignore[union-attr]
-    assert re.findall(r"delta-spark_2\.13:([\d.]+)", compose) == [pinned]
+    assert set(re.findall(r"delta-spark_2\.13:([\d.]+)", compose)) == {pinned}
     assert re.search(r"DELTA_VERSION:-([\d.]+)", submit).group(1) == pinned  # type: ignore[union-attr]
+
+
+# Runs `python -m MODULE ARGS` with pyspark, py4j and delta refused (as IMPORT_ALL does).
+RUN_BLOCKED = """
+import importlib.abc, runpy, sys
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"pyspark", "py4j", "delta"}:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Refuse())
+module, sys.argv = sys.argv[1], [sys.argv[1], *sys.argv[2:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def run_blocked(module: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", RUN_BLOCKED, module, *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_spark_jobs_help_needs_no_pyspark() -> None:
+    for module in ("spark_jobs.stream", "spark_jobs.bulk_read"):
+        done = run_blocked(module, "--help")
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        assert done.stdout.startswith(f"usage: python -m {module} ")
+
+
+def test_the_stream_checks_its_local_paths_before_the_jvm(tmp_path: Path) -> None:
+    """A checkpoint that is not the stream's is one line with pyspark not even importable:
+    the check ran before any session."""
+    (tmp_path / "ckpt" / "offsets").mkdir(parents=True)
+    (tmp_path / "ckpt" / "offsets" / "0").write_text("v1\n")
+    done = run_blocked("spark_jobs.stream", "--topic", "t", "--bootstrap-servers",
+                       "127.0.0.1:9", "--registry-url", "http://127.0.0.1:9", "--table-path",
+                       str(tmp_path / "table"), "--checkpoint", str(tmp_path / "ckpt"))
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        f"stream: error: the checkpoint {tmp_path / 'ckpt'} was not written by this job (no "
+        f"flatavro-stream.json): give the stream a new --checkpoint"])
+
+
+def test_a_job_without_the_spark_extra_is_one_line(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.parquet"
+    dump.write_bytes(b"")
+    done = run_blocked("spark_jobs.bulk_read", "--topic", "t", "--input", str(dump),
+                       "--registry-url", "http://127.0.0.1:9", "--output",
+                       str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"bulk_read: error: the Spark jobs need the `spark` extra (pyspark, delta-spark) and "
+        f"this Python ({sys.executable}) lacks py4j: run `make setup` (or pip install -e "
+        f"'.[spark]' in the clone)"]

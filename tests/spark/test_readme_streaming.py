@@ -1,6 +1,7 @@
-"""The README's streaming example runs: its ```sh kafka blocks, pasted into bash from the
-repository root in README order, against a real broker (deploy/kafka/kafka.sh) and a fresh
-`flatavro serve`, print what the README shows (whitespace aside). The blocks start the real
+"""The README's bridge and streaming examples run: the ```sh kafka blocks of the README and of
+the docs/ pages it leads to (`DOCUMENTS`), pasted into bash from the repository root in that
+order, against a real broker (deploy/kafka/kafka.sh) and a fresh `flatavro serve`, print what
+the page shows (whitespace aside). The blocks start the real
 `python -m spark_jobs.stream` (Spark, spark-sql-kafka, Delta) and read the table with delta-rs.
 ``FLATAVRO_UPDATE_README=1`` rewrites the shown outputs from a run instead (review the diff)."""
 
@@ -15,26 +16,28 @@ from tests.readme_blocks import (
     BROKER_ADDRESS,
     RUN_WITH_KAFKA,
     SERVICE_ADDRESS,
-    read_blocks,
+    document_examples,
     rewrite_output,
     same_output,
-    shell_examples,
 )
 from tests.support.parts import Broker
-from tests.test_readme import README, ROOT, UPDATE, service  # noqa: F401  (fixture)
+from tests.test_readme import ROOT, UPDATE, service  # noqa: F401  (fixture)
 
-EXAMPLES = shell_examples(read_blocks(README.read_text(encoding="utf-8")), RUN_WITH_KAFKA)
+EXAMPLES = document_examples(ROOT, RUN_WITH_KAFKA)
 
 
 def test_readme_streams_a_topic_into_delta_through_a_schema_change() -> None:
+    """The README streams a topic into Delta; its continuation in docs/ adds a column."""
+    in_readme = [e.script for e in EXAMPLES if e.path == "README.md"]
+    assert any("spark_jobs.stream" in s for s in in_readme)
+    assert any("flatavro bridge" in s for s in in_readme)
     scripts = [e.script for e in EXAMPLES]
     assert sum("spark_jobs.stream" in s for s in scripts) >= 2
     assert any("/v1/tables/register" in s and "DEFAULT" in s for s in scripts)
     assert any("deltalake" in s for s in scripts)
 
 
-@pytest.mark.parametrize("index", range(len(EXAMPLES)),
-                         ids=[f"README.md:{e.line}" for e in EXAMPLES])
+@pytest.mark.parametrize("index", range(len(EXAMPLES)), ids=[e.where for e in EXAMPLES])
 def test_example_prints_what_the_readme_shows(index: int, service: str,  # noqa: F811
                                               kafka: Broker) -> None:
     example = EXAMPLES[index]
@@ -48,7 +51,7 @@ def test_example_prints_what_the_readme_shows(index: int, service: str,  # noqa:
     actual = done.stdout.replace(service, "localhost:8080").replace(kafka.bootstrap,
                                                                     BROKER_ADDRESS)
     if UPDATE and example.expected is not None:
-        rewrite_output(README, RUN_WITH_KAFKA, index, actual)
+        rewrite_output(ROOT / example.path, RUN_WITH_KAFKA, example.index, actual)
         return
     assert same_output(actual, example.expected), (
-        f"README.md:{example.line} printed:\n{actual}\nthe README shows:\n{example.expected}")
+        f"{example.where} printed:\n{actual}\nthe page shows:\n{example.expected}")

@@ -17,8 +17,11 @@ import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
 
 
-def read_delta(path: str | Path, *, order_by: str | None = None) -> pa.Table:
-    """Read the latest version of the Delta table at `path`, sorted by `order_by` if given."""
+def read_delta(path: str | Path, *, order_by: str | None = None,
+               storage_options: dict[str, str] | None = None) -> pa.Table:
+    """Read the latest version of the Delta table at `path`, sorted by `order_by` if given;
+    `storage_options` for an object store (``s3://``: endpoint, keys, ``AWS_ALLOW_HTTP``)."""
     sql = "SELECT * FROM delta_table" + (f' ORDER BY "{order_by}"' if order_by else "")
-    rows = QueryBuilder().register("delta_table", DeltaTable(str(path))).execute(sql).read_all()
+    table = DeltaTable(str(path), storage_options=storage_options)
+    rows = QueryBuilder().register("delta_table", table).execute(sql).read_all()
     return pa.table(rows)

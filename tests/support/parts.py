@@ -1,9 +1,11 @@
-"""The real parts the suites start: a Kafka broker, Apicurio and a `flatavro serve` registry."""
+"""The real parts the suites start: a Kafka broker (or a 3-node KRaft cluster), Apicurio and a
+`flatavro serve` registry."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -64,6 +66,125 @@ class Broker:
             time.sleep(0.1)
 
     def stop(self) -> None:
+        subprocess.run([str(KAFKA_SH), "stop", str(self.data)], timeout=120, check=True)
+
+    def restart(self, down_for: float) -> float:
+        """Stop the broker cleanly, wait `down_for` seconds, start it; the seconds it was
+        gone (from the stop's start until it answers again)."""
+        began = time.monotonic()
+        self.stop()
+        time.sleep(down_for)
+        self.start()
+        return time.monotonic() - began
+
+
+class BrokerCluster:
+    """`nodes` combined broker+controller KRaft nodes (``kafka.sh start-cluster``): topics
+    replicated to 3 with min ISR 2, the transaction log and offsets topic too; `bootstrap`
+    lists every node. Nodes are numbered from 1."""
+
+    def __init__(self, data: Path, nodes: int = 3) -> None:
+        not_in_fast_tier("a Kafka cluster", "kafka")
+        self.data, self.nodes = data, nodes
+        self.base = _free_run(2 * nodes)
+        done = subprocess.run([str(KAFKA_SH), "start-cluster", str(data), str(self.base),
+                               str(nodes)], capture_output=True, text=True, timeout=600,
+                              check=False)
+        assert done.returncode == 0, f"the Kafka cluster did not start:\n{done.stderr[-3000:]}"
+        self.bootstrap = done.stdout.strip().splitlines()[-1]
+
+    def stop_node(self, node: int) -> None:
+        """Stop node `node` cleanly (SIGTERM, a controlled shutdown)."""
+        subprocess.run([str(KAFKA_SH), "stop-node", str(self.data), str(node)], timeout=120,
+                       check=True)
+
+    def start_node(self, node: int) -> None:
+        """Start node `node` again; returns once it sees every node."""
+        done = subprocess.run([str(KAFKA_SH), "start-node", str(self.data), str(node)],
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, f"node {node} did not start:\n{done.stderr[-3000:]}"
+
+    def kill_node(self, node: int) -> None:
+        """SIGKILL node `node` and wait until it is gone."""
+        pid = int((self.data / f"node-{node}" / "kafka.pid").read_text())
+        os.kill(pid, signal.SIGKILL)
+        while _alive(pid):
+            time.sleep(0.1)
+
+    def wait_in_sync(self, timeout: float = 240) -> float:
+        """Wait until every partition of every topic has all its replicas in sync (the
+        restarted node back in every ISR); the seconds waited."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        began = time.monotonic()
+        while True:
+            try:
+                topics = admin.list_topics(timeout=5).topics
+                lagging = [f"{name}[{p.id}]" for name, topic in topics.items()
+                           for p in topic.partitions.values()
+                           if sorted(p.isrs) != sorted(p.replicas)]
+            except Exception as exc:  # a node still starting: ask again
+                lagging = [str(exc)]
+            if not lagging:
+                return time.monotonic() - began
+            assert time.monotonic() - began < timeout, f"not in sync after {timeout} s: {lagging}"
+            time.sleep(1)
+
+    def stop(self) -> None:
+        """Stop every node."""
+        subprocess.run([str(KAFKA_SH), "stop-cluster", str(self.data)], timeout=300, check=True)
+
+
+def _free_run(count: int) -> int:
+    """The first of `count` consecutive loopback ports nothing listens on."""
+    while True:
+        base = free_port()
+        if base + count < 65536 and all(_free(base + i) for i in range(count)):
+            return base
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+class SecuredBroker:
+    """A broker of kafka.sh's secured profile: SASL_SSL with SCRAM-SHA-512 for `user` at
+    `secure_bootstrap`, TLS from a CA of its own (`ca`, PEM); PLAINTEXT at `bootstrap` for a
+    test's own set-up only (clients under test use the SASL_SSL port)."""
+
+    user = "flatavro"
+    password = 'scram-"s3cr3t-91c4'  # a quote: the Java client's JAAS value is escaped
+
+    def __init__(self, data: Path) -> None:
+        """Start the broker in `data` (its TLS files in `data`/tls, made at the first start)."""
+        not_in_fast_tier("a Kafka broker", "kafka")
+        self.data = data
+        self.port, self.controller, self.secure_port = free_port(), free_port(), free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.secure_bootstrap = f"127.0.0.1:{self.secure_port}"
+        self.ca = data / "tls" / "ca.pem"
+        env = dict(os.environ, KAFKA_SASL_SSL_PORT=str(self.secure_port),
+                   KAFKA_SCRAM_USER=self.user, KAFKA_SCRAM_PASSWORD=self.password)
+        env.pop("KAFKA_SASL_PORT", None)
+        done = subprocess.run([str(KAFKA_SH), "start", str(data), str(self.port),
+                               str(self.controller)], capture_output=True, text=True,
+                              timeout=300, check=False, env=env)
+        assert done.returncode == 0, f"the secured broker did not start:\n{done.stderr[-3000:]}"
+
+    def client(self, **changes: str) -> dict[str, str]:
+        """librdkafka settings of a client of the SASL_SSL listener (`changes` over them)."""
+        return {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": self.user, "sasl.password": self.password,
+                "ssl.ca.location": str(self.ca), **changes}
+
+    def stop(self) -> None:
+        """Stop the broker cleanly."""
         subprocess.run([str(KAFKA_SH), "stop", str(self.data)], timeout=120, check=True)
 
 

@@ -3,7 +3,7 @@
 ``mysqlType`` is ``int unsigned``, ``varbinary``, ``decimal`` by default, and carries the type
 parameters with ``content-compatible=true`` (``decimal(10,4)``, ``enum('a','b')``,
 ``bit(64)``, ``datetime(3)``). ``sqlType`` 2004 (BLOB) marks a text-named type as binary.
-Rules (README, "Converting TiCDC protocols"): columns in ``data`` order; the key is
+Rules (docs/flat-avro.md §8): columns in ``data`` order; the key is
 ``pkNames`` (TiCDC lists the primary key only); key columns NOT NULL, the others nullable; no
 column defaults. DECIMAL precision/scale, ENUM/SET members and BIT widths missing from the
 type string are `MissingFact`s.

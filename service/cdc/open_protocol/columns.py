@@ -1,6 +1,6 @@
 """A table definition derived from Open Protocol column objects (type codes + flags).
 
-Rules (README, "Converting TiCDC protocols"): columns in message order (TiCDC writes them in
+Rules (docs/flat-avro.md §8): columns in message order (TiCDC writes them in
 name order); the key is the columns with the handle-key flag (``f & 2``) or ``"h": true``;
 NOT NULL unless the nullable flag (``f & 64``) is set, and, for messages without flags, the
 key columns NOT NULL and the others nullable; UNSIGNED from ``f & 128``; binary CHAR/VARCHAR/

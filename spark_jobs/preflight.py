@@ -1,0 +1,50 @@
+"""The stream's checks of its local paths before the JVM starts: a table path that holds
+something else than a Delta table, or a checkpoint of another stream, is one line at once
+instead of after the ~20 s a Spark session takes to start. The same checks run again through
+Hadoop once the session is up (they cover every file system; these, local paths only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spark_jobs.checkpoint_marker import check_checkpoint
+from spark_jobs.config import StreamConfig
+from spark_jobs.errors import JobError
+from spark_jobs.files import Files, local_files
+
+__all__ = ["check_stream_paths", "not_a_delta_table", "not_a_dead_letter_table"]
+
+
+def not_a_delta_table(path: str, *, topic: str) -> JobError:
+    """The error for a table path that holds something else than a Delta table."""
+    return JobError(f"{path} exists and is not a Delta table: give --table-path a new path "
+                    f"or an existing Delta table of topic {topic}")
+
+
+def not_a_dead_letter_table(path: str) -> JobError:
+    """The error for a dead-letter path that holds something else than a Delta table."""
+    return JobError(f"the dead-letter path {path} exists and is not a Delta table")
+
+
+def _holds_other_than_delta(files: Files, path: str) -> bool:
+    """Something is at `path` and it has no Delta log (local paths)."""
+    return files.exists(path, empty_is_absent=True) and not (
+        Path(files.qualified(path).removeprefix("file:")) / "_delta_log").is_dir()
+
+
+def check_stream_paths(config: StreamConfig) -> None:
+    """Check the table path, the dead-letter path and the checkpoint when they are local.
+
+    Raises:
+        JobError: as the checks after start-up: a path holding something else than a Delta
+            table, a checkpoint of another stream or table, or of a table that is gone.
+    """
+    files = local_files(config.table_path, config.checkpoint)
+    if files is None:
+        return
+    if _holds_other_than_delta(files, config.table_path):
+        raise not_a_delta_table(config.table_path, topic=config.topic)
+    if config.dead_letter is not None and local_files(config.dead_letter) is not None \
+            and _holds_other_than_delta(files, config.dead_letter):
+        raise not_a_dead_letter_table(config.dead_letter)
+    check_checkpoint(files, config)

@@ -1,0 +1,199 @@
+"""Delta tables and stream checkpoints on S3-compatible object storage: the jobs write to
+``s3a://`` paths on a real SeaweedFS (S3 on loopback) with credentials from the standard AWS
+variables or a profile, survive a SIGKILL with the checkpoint on the store too, and name a
+missing credential, refused credentials, a missing bucket or an endpoint that does not answer
+in one line. Tables are read back by Spark (S3A) and by delta-rs."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_jobs import object_store
+from spark_jobs.config import StreamConfig
+from spark_jobs.errors import JobError
+from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
+from tests.spark.test_cluster import SUBMIT_SH, assert_ran_on_executors, new_applications
+from tests.spark.test_stream import ITEMS_V1, change, create_topic, send
+from tests.spark.test_stream_recovery import cli, history, kill_at_random
+from tests.support.cluster import SparkCluster
+from tests.support.delta import read_delta
+from tests.support.harness import free_port
+from tests.support.object_store import ObjectStore, spark_read
+from tests.support.parts import ROOT, Broker
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
+    server = ObjectStore(tmp_path_factory.mktemp("seaweedfs"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def lake(store: ObjectStore) -> str:
+    return store.bucket("lake")
+
+
+@pytest.fixture(scope="module")
+def refused_topic(kafka: Broker) -> str:
+    create_topic(kafka, "s3a_refused")
+    return "s3a_refused"
+
+
+def bulk_read(kafka: Broker, service: httpx.Client, topic: str,  # noqa: F811
+              *, output: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "spark_jobs.bulk_read",
+         *bulk_read_args(kafka, service, topic, output), "--master", "local[2]"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def bulk_read_args(kafka: Broker, service: httpx.Client, topic: str,  # noqa: F811
+                   output: str) -> list[str]:
+    return ["--topic", topic, "--bootstrap-servers", kafka.bootstrap, "--service-url",
+            str(service.base_url), "--output", output, "--format", "delta", "--materialize"]
+
+
+def by_delta_rs(store: ObjectStore, path: str) -> list[tuple[object, ...]]:
+    table = read_delta(path, storage_options=store.storage_options())
+    return sorted(tuple(str(v) if v is not None and not isinstance(v, int | str) else v
+                        for v in row.values()) for row in table.to_pylist())
+
+
+def test_bulk_read_writes_a_delta_table_with_a_profile(
+        kafka: Broker, service: httpx.Client, store: ObjectStore,  # noqa: F811
+        lake: str, tmp_path: Path) -> None:
+    topic = "s3a_bulk"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    send(kafka, service, topic, [change("insert", 1, "a", "1.00"), change("insert", 2, "b", "2.50"),
+                                 change("update", 1, "a2", "1.25"), change("delete", 2),
+                                 change("insert", 3, "c", None)])
+    # Credentials from a profile in a shared credentials file, none in the variables.
+    credentials = tmp_path / "credentials"
+    credentials.write_text(f"[lakehouse]\naws_access_key_id = {store.access_key}\n"
+                           f"aws_secret_access_key = {store.secret_key}\n")
+    env = store.env(AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="", AWS_PROFILE="lakehouse",
+                    AWS_SHARED_CREDENTIALS_FILE=str(credentials),
+                    AWS_CONFIG_FILE=str(tmp_path / "no-config"))
+    output = f"{lake}/tables/{topic}"
+    done = bulk_read(kafka, service, topic, output=output, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert store.secret_key not in done.stderr
+    expected = [(1, "a2", "1.25"), (3, "c", None)]
+    read = spark_read(output, env=env)
+    assert read["columns"][:3] == ["id", "name", "price"]
+    assert [row[:3] for row in read["rows"]] == expected
+    assert [row[:3] for row in by_delta_rs(store, output)] == expected
+
+
+def test_stream_sigkilled_and_restarted_on_s3a_loses_and_doubles_nothing(
+        kafka: Broker, service: httpx.Client, store: ObjectStore,  # noqa: F811
+        lake: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    topic = "s3a_stream"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    changes, state = history(seed, 600)
+    send(kafka, service, topic, changes)
+    config = StreamConfig(topic=topic, bootstrap_servers=kafka.bootstrap,
+                          service_url=str(service.base_url),
+                          table_path=f"{lake}/tables/{topic}",
+                          checkpoint=f"{lake}/checkpoints/{topic}")
+    env = store.env()
+    for name, value in env.items():  # kill_at_random's child inherits this process's
+        monkeypatch.setenv(name, value)
+    command = cli(config, "--trigger", "processing-time=1 seconds",
+                  "--max-offsets-per-trigger", "100")
+    assert kill_at_random(command, random.Random(seed), tmp_path / "killed.log") == -9
+    done = subprocess.run(cli(config, "--trigger", "available-now"), cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for log in ((tmp_path / "killed.log").read_text(), done.stderr):
+        assert store.secret_key not in log
+    expected = sorted(state.values())
+    read = spark_read(config.table_path, env=env, checkpoint=config.checkpoint)
+    assert read["columns"] == ["id", "name", "price"]
+    assert read["rows"] == expected
+    assert read["commits"], "no batch committed to the checkpoint on s3a"
+    assert by_delta_rs(store, config.table_path) == expected
+
+
+FIX = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (~/.aws/credentials)"
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    ("no credentials", "no AWS credentials for s3a://lake at http://127.0.0.1:{port}: " + FIX),
+    ("wrong secret", "s3a://lake at http://127.0.0.1:{port} refused the credentials "
+                     "(HTTP 403 SignatureDoesNotMatch): " + FIX),
+    ("missing bucket", "the bucket nolake does not exist at http://127.0.0.1:{port}: create "
+                       "it, or fix the path"),
+    ("endpoint down", "the object store http://127.0.0.1:{down} does not answer (Connection "
+                      "refused): start it, or fix AWS_ENDPOINT_URL"),
+])
+def test_each_failure_is_one_line(kafka: Broker, service: httpx.Client,  # noqa: F811
+                                  store: ObjectStore, lake: str, refused_topic: str,
+                                  tmp_path: Path, case: str, message: str) -> None:
+    down = free_port()
+    env = {"no credentials": store.env(AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="",
+                                       AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+                                       AWS_CONFIG_FILE=str(tmp_path / "none"),
+                                       AWS_EC2_METADATA_DISABLED="true"),
+           "wrong secret": store.env(AWS_SECRET_ACCESS_KEY="not-the-secret"),
+           "missing bucket": store.env(),
+           "endpoint down": store.env(AWS_ENDPOINT_URL=f"http://127.0.0.1:{down}")}[case]
+    register(service, ITEMS_V1, refused_topic)
+    bucket = "nolake" if case == "missing bucket" else "lake"
+    done = bulk_read(kafka, service, refused_topic, output=f"s3a://{bucket}/t", env=env)
+    assert done.returncode == 2, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == "bulk_read: error: " + message.format(port=store.port, down=down), \
+        done.stderr[-3000:]
+
+
+def test_submit_sh_on_a_cluster_gives_executors_s3a_and_the_credentials(
+        kafka: Broker, service: httpx.Client, store: ObjectStore,  # noqa: F811
+        lake: str, spark_cluster: SparkCluster, tmp_path: Path) -> None:
+    """The executors run in the workers' JVMs, whose environment has no AWS variables: they
+    get hadoop-aws from the driver and the credentials as their environment."""
+    topic = "s3a_cluster"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    send(kafka, service, topic, [change("insert", 1, "a", "1.00"), change("insert", 2, "b", "2.00"),
+                                 change("update", 1, "a2", "1.10"), change("delete", 2)])
+    before = spark_cluster.applications("flatavro-bulk-read")
+    env = {**spark_cluster.env, **store.env(),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           "PYTHON": sys.executable, "PYSPARK_PYTHON": sys.executable,
+           "SPARK_MASTER": spark_cluster.url, "FLATAVRO_ZIP": str(tmp_path / "flatavro.zip")}
+    output = f"{lake}/tables/{topic}"
+    done = subprocess.run([str(SUBMIT_SH), "--local-jars",
+                           *bulk_read_args(kafka, service, topic, output)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert store.secret_key not in done.stderr
+    assert [row[:3] for row in by_delta_rs(store, output)] == [(1, "a2", "1.10")]
+    [app] = new_applications(spark_cluster, "flatavro-bulk-read", before)
+    assert_ran_on_executors(spark_cluster, app, "flatavro.zip")
+    for log in spark_cluster.executor_logs(app).values():
+        if "Running task" in log:
+            assert re.search(r"/jars/hadoop-aws-[\d.]+\.jar", log)
+
+
+def test_a_session_without_hadoop_aws_says_so(spark: SparkSession) -> None:
+    """The tests' shared session has no s3a:// path, so no hadoop-aws: what a spark-submit
+    without the jars meets."""
+    with pytest.raises(JobError, match="^hadoop-aws is not on Spark's classpath: run the job "
+                                       "with the jars of deploy/jvm/fetch.sh hadoop-aws"):
+        object_store.check_paths(spark, ["s3a://lake/t"])
