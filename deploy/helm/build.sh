@@ -7,6 +7,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${FLATAVRO_HELM_CACHE:-$root/.cache/helm}
+mkdir -p "$cache" && cache=$(cd "$cache" && pwd)  # absolute: go install wants GOBIN so
 module=helm.sh/helm/v3/cmd/helm
 version=v3.22.0
 

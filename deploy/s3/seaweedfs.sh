@@ -19,6 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../lib/service.sh"
 root=$(cd "$here/../.." && pwd)
 cache=${FLATAVRO_S3_CACHE:-$root/.cache/s3}
+mkdir -p "$cache" && cache=$(cd "$cache" && pwd)  # absolute: the build runs in another folder
 python=${PYTHON:-$root/.venv/bin/python}
 # A pseudo-version: SeaweedFS tags (3.x, 4.x) are not Go semantic versions of this module.
 module=github.com/seaweedfs/seaweedfs
