@@ -47,7 +47,7 @@ setup: check-setup $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS)
 check: check-check $(EXTRAS)
 	$(BIN)/ruff check service spark_jobs tests bench deploy
 	$(BIN)/mypy
-	FLATAVRO_FAST_TIER=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
+	FLATAVRO_FAST_TIER=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 		-m "not kafka and not spark and not apicurio and not browser and not maven and not helm"
 
 # Every test, in $(TEST_WORKERS) pytest-xdist workers. A test file stays on one worker (its
@@ -57,7 +57,7 @@ check: check-check $(EXTRAS)
 test: check-test $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS) browser
 	$(BIN)/ruff check service spark_jobs tests bench deploy
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Broker + service + Canal-JSON -> flat-avro -> Kafka -> schema change -> Spark -> the table.
 demo: check-demo $(EXTRAS) $(JARS)

@@ -33,8 +33,9 @@ _FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
 
 
 _LONG_FILES = {"test_stream_table_health.py": 9, "test_cluster.py": 6,
-               "test_stream_recovery.py": 4, "test_object_store.py": 3,
-               "test_broker_restarts.py": 3}
+               "test_stream_recovery.py": 4, "test_object_store.py": 4,
+               "test_secured_kafka.py": 2, "test_stream.py": 2, "test_stream_metrics.py": 1,
+               "test_broker_restarts.py": 1}
 """Files that take minutes (minutes on a quiet 2-core machine, roughly), longest first."""
 
 
@@ -58,8 +59,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             marks.add(_FOLDER_MARKS[path.parent.name])
         for mark in sorted(marks):
             item.add_marker(mark)
-    # Longest files first: `--dist loadfile` hands files to workers in this order, so the
-    # long ones start at once instead of ending the run alone on one worker.
+    # Longest files first: with `--dist loadfile --no-loadscope-reorder` (the Makefile) xdist
+    # hands files to workers in this order, so the long ones start at once instead of ending
+    # the run alone on one worker (its default order is by number of tests per file).
     items.sort(key=lambda item: _LONG_FILES.get(Path(str(item.fspath)).name, 0), reverse=True)
 
 

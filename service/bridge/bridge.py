@@ -20,13 +20,14 @@ from confluent_kafka import Consumer, TopicPartition
 from service.bridge.batch import Batch
 from service.bridge.clients import KafkaClients, finished_within, kafka_clients, watched
 from service.bridge.conversion import Conversion, ConversionStep
-from service.bridge.errors import BridgeStopped
+from service.bridge.errors import BridgeStopped, TransactionAborted
 from service.bridge.health import KafkaHealth
 from service.bridge.log import log
 from service.bridge.metrics import BridgeMetrics
 from service.bridge.options import BridgeOptions
 from service.bridge.progress import Progress
 from service.bridge.queue import PartitionQueues
+from service.bridge.rewind import rewind
 from service.bridge.source import SourceRecord
 from service.bridge.topics import Topics
 from service.bridge.transaction import Transaction
@@ -67,6 +68,7 @@ class Bridge:
                                  every=options.progress_seconds)
         self.assigned_at: float | None = None  # None until the group gave this copy its share
         self.last_message = 0.0  # when the last message arrived (or the run started)
+        self.aborted_since: float | None = None  # transactions failing since, None: none
 
     # -- start-up and shut-down -------------------------------------------------------------
 
@@ -120,8 +122,11 @@ class Bridge:
         self.progress.restart(self.last_message)
         try:
             while not stop.is_set():
-                if await self._round():
-                    break
+                try:
+                    if await self._round():
+                        break
+                except TransactionAborted as aborted:
+                    self._rewind(aborted)
             self._finish()
             self.progress.summary()
         except BridgeStopped:
@@ -222,4 +227,22 @@ class Bridge:
         """Wait for the transaction in flight; count its batch once it is committed."""
         batch = self.transaction.finish()
         if batch is not None:
+            self.aborted_since = None
             self.progress.committed(batch)
+
+    def _rewind(self, aborted: TransactionAborted) -> None:
+        """After an aborted transaction (a broker restarting under it), read the source
+        again from the committed offsets; transactions failing for ``broker_timeout``
+        stop the bridge.
+
+        Raises:
+            TransactionAborted: transactions have failed for ``broker_timeout`` seconds.
+            BridgeError: the committed offsets cannot be read.
+        """
+        now = self.clock()
+        if self.aborted_since is None:
+            self.aborted_since = now
+        elif now - self.aborted_since >= self.options.broker_timeout:
+            raise aborted
+        log(str(aborted))
+        self.queues.drop(rewind(self.clients.consumer, timeout=self.options.broker_timeout))

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from service.core.errors import InvalidInputError, ServiceError
 
-__all__ = ["BridgeError", "KafkaConfigError", "BridgeStopped"]
+__all__ = ["BridgeError", "BridgeStopped", "KafkaConfigError", "TransactionAborted"]
 
 
 class BridgeError(ServiceError):
     """The bridge cannot start or must stop (broker, topics, transactions)."""
 
     code = "bridge_failed"
+
+
+class TransactionAborted(BridgeError):
+    """A transaction failed and was aborted (a broker restarting under it, say): nothing of
+    its batch is visible, and the bridge converts its messages again from the last committed
+    offsets."""
 
 
 class KafkaConfigError(InvalidInputError):

@@ -17,6 +17,12 @@ from service.bridge.tls_probe import tls_hint
 __all__ = ["Topics"]
 
 
+_BROKER_STARTING = frozenset({
+    KafkaError.INVALID_REPLICATION_FACTOR,  # "All brokers are currently fenced": restarting
+    KafkaError.NOT_CONTROLLER, KafkaError._TIMED_OUT, KafkaError._TRANSPORT})
+"""CreateTopics errors of a broker that is restarting: asked again within --broker-timeout."""
+
+
 class Topics:
     """Partition counts by topic, as the broker last listed them (plus the topics made)."""
 
@@ -58,14 +64,23 @@ class Topics:
         return self.partitions[topic]
 
     def _create(self, topic: str) -> int:
+        """Create `topic`; a broker still starting (fenced, no controller) is asked again
+        for ``broker_timeout`` seconds."""
         count = self.partitions[self.options.source_topic]
-        future = self.admin.create_topics([NewTopic(topic, count)])[topic]
-        try:
-            future.result(self.options.start_timeout)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise BridgeError(f"cannot create topic {topic}: "
-                                  f"{exc.args[0].str()}") from exc
+        deadline = time.monotonic() + self.options.broker_timeout
+        while True:
+            future = self.admin.create_topics([NewTopic(topic, count)])[topic]
+            try:
+                future.result(self.options.start_timeout)
+                break
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    break
+                if (not (error.retriable() or error.code() in _BROKER_STARTING)
+                        or time.monotonic() >= deadline):
+                    raise BridgeError(f"cannot create topic {topic}: {error.str()}") from exc
+                time.sleep(1.0)
         log(f"created topic {topic} with {count} partition(s)")
         return count
 

@@ -13,7 +13,7 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from service.bridge.batch import Batch
 from service.bridge.clients import KafkaClients
-from service.bridge.errors import BridgeError
+from service.bridge.errors import BridgeError, TransactionAborted
 from service.bridge.health import KafkaHealth
 from service.bridge.log import log
 from service.bridge.metrics import BridgeMetrics
@@ -147,12 +147,21 @@ class Transaction:
                 self.health.check(self.clients.admin)
 
     def _abort(self, exc: KafkaException) -> NoReturn:
+        """Abort the open transaction after `exc`.
+
+        Raises:
+            TransactionAborted: the abort went through (the bridge goes on).
+            BridgeError: the abort failed too, or librdkafka reported a fatal error.
+        """
         self.metrics.aborts.inc()
+        failed = f"a transaction failed and was aborted ({exc.args[0].str()})"
         try:
             self.producer.abort_transaction(min(30.0, self.options.broker_timeout))
         except KafkaException:
-            pass  # the broker is gone: the transaction times out on its side, unseen
+            # The broker is gone: the transaction times out on its side, unseen.
+            self.health.raise_fatal()
+            raise BridgeError(f"{failed}: nothing of its batch is visible; restart the bridge "
+                              f"to resume after the last committed offsets") from exc
         self.health.raise_fatal()
-        raise BridgeError(f"a transaction failed and was aborted ({exc.args[0].str()}): "
-                          f"nothing of its batch is visible; restart the bridge to resume "
-                          f"after the last committed offsets") from exc
+        raise TransactionAborted(f"{failed}: nothing of its batch is visible; converting its "
+                                 f"messages again from the last committed offsets") from exc

@@ -219,19 +219,32 @@ def produced(broker: Broker, topic: str) -> int:
         consumer.close()
 
 
+_COORDINATOR_MOVING = frozenset({
+    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT, KafkaError._TRANSPORT})
+
+
 def committed_offsets(broker: Broker, group: str, topic: str) -> int:
     """The sum of the group's committed offsets of `topic` (a killed bridge's open transaction
     holds its pending commit until the restart aborts it: not counted). Asked by a consumer of
     the group that never joins it: librdkafka 2.16's AdminClient.list_consumer_group_offsets
     crashes the process (SIGSEGV in rd_kafka_cgrp_op) when the answer is a coordinator error,
-    as while the offsets topic loads after a broker restart."""
+    as while the offsets topic loads after a broker restart. Coordinator errors are asked
+    again for up to 60 s."""
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
                          "isolation.level": "read_uncommitted", "enable.auto.commit": False,
                          "log_level": 0})
+    deadline = time.monotonic() + 60
     try:
         partitions = consumer.list_topics(topic, 10).topics[topic].partitions
-        offsets = consumer.committed([TopicPartition(topic, p) for p in partitions], 30)
-        return sum(max(tp.offset, 0) for tp in offsets)
+        while True:
+            try:
+                offsets = consumer.committed([TopicPartition(topic, p) for p in partitions], 30)
+                return sum(max(tp.offset, 0) for tp in offsets)
+            except KafkaException as exc:  # the coordinator loading or moving: ask again
+                if exc.args[0].code() not in _COORDINATOR_MOVING or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 

@@ -107,6 +107,8 @@ class FakeConsumer:
     assigned: list[int] = field(default_factory=list)
     positions: dict[int, int] = field(default_factory=dict)
     highs: dict[int, int] = field(default_factory=dict)
+    committed_at: dict[int, int] = field(default_factory=dict)  # the group's offsets
+    seeks: list[tuple[str, int, int]] = field(default_factory=list)
     closed: bool = False
 
     def subscribe(self, topics: list[str], *, on_assign: Callable[..., None],
@@ -126,6 +128,14 @@ class FakeConsumer:
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         return [TopicPartition(tp.topic, tp.partition, self.positions.get(tp.partition, -1001))
                 for tp in partitions]
+
+    def committed(self, partitions: list[TopicPartition], timeout: float
+                  ) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, self.committed_at.get(tp.partition, -1001))
+                for tp in partitions]
+
+    def seek(self, tp: TopicPartition) -> None:
+        self.seeks.append((tp.topic, tp.partition, tp.offset))
 
     def get_watermark_offsets(self, tp: TopicPartition, cached: bool) -> tuple[int, int]:
         return 0, self.highs.get(tp.partition, -1)

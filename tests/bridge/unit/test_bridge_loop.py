@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 import pytest
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
 
 from service.bridge.bridge import Bridge
 from service.bridge.errors import BridgeStopped
@@ -24,6 +24,7 @@ from tests.bridge.unit.fakes import (
     FakeProducer,
     answer,
     clients,
+    kafka_exception,
     options,
     record,
 )
@@ -143,3 +144,32 @@ def test_revoked_partitions_finish_the_commit_in_flight_and_are_forgotten() -> N
     made._revoked(made.clients.consumer, [TopicPartition(SOURCE, 0)])
     assert made.transaction.in_flight is None and made.progress.totals["converted"] == 2
     assert made.queues.pending == 0 and made.queues.held_since == {}
+
+
+def test_an_aborted_transaction_is_read_again_from_the_committed_offsets(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A commit failing under a broker restart: the transaction is aborted, the consumer
+    seeks back to the committed offsets (partition 1 has none: its beginning), and the
+    messages read again are committed once."""
+    stop = threading.Event()
+
+    class Draining(FakeConsumer):
+        def consume(self, num_messages: int, timeout: float) -> list[Any]:
+            if not self.polls:
+                stop.set()
+            return super().consume(num_messages, timeout)
+
+    again = [message(0, 5, b"ok")]
+    consumer = Draining(assigned=[0, 1], committed_at={0: 5}, polls=[again, [], again, []])
+    producer = FakeProducer(fail={"commit_transaction": kafka_exception(KafkaError._STATE)})
+    made = Bridge(options(), FakeConverter(), clock=Clock(),
+                  clients=clients(FakeAdmin({SOURCE: 2, "out": 2}), consumer, producer))
+    asyncio.run(made.run(stop))
+    assert consumer.seeks == [(SOURCE, 0, 5), (SOURCE, 1, OFFSET_BEGINNING)]
+    assert len(producer.named("abort_transaction")) == 1
+    assert committed_offsets(producer) == [[(SOURCE, 0, 6)], [(SOURCE, 0, 6)]]
+    assert len(producer.named("commit_transaction")) == 2
+    assert made.progress.totals["converted"] == 1
+    assert ("a transaction failed and was aborted (Local: Erroneous state): nothing of its "
+            "batch is visible; converting its messages again from the last committed offsets"
+            in capsys.readouterr().err)

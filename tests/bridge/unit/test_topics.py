@@ -4,7 +4,7 @@ when asked to."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from service.bridge.errors import BridgeError
 from service.bridge.health import KafkaHealth
@@ -54,3 +54,17 @@ def test_a_topic_made_meanwhile_is_fine_and_another_failure_is_named() -> None:
     admin.create_error = kafka_exception(KafkaError.POLICY_VIOLATION)
     with pytest.raises(BridgeError, match=r"^cannot create topic other: "):
         made.ensure("other")
+
+
+def test_a_target_topic_a_restarting_broker_cannot_place_yet_is_asked_again() -> None:
+    """KRaft answers "All brokers are currently fenced" (INVALID_REPLICATION_FACTOR) while
+    the only broker restarts: created again each second within --broker-timeout."""
+    fenced = KafkaException(KafkaError(KafkaError.INVALID_REPLICATION_FACTOR,
+                                       "All brokers are currently fenced."))
+    admin = FakeAdmin({"src": 2}, create_error=fenced)
+    opts = options(broker_timeout=1.5, create_topics=True)
+    topics = Topics(opts, admin=admin, health=KafkaHealth(opts))
+    topics.start()
+    with pytest.raises(BridgeError, match="^cannot create topic out: All brokers are currently"):
+        topics.ensure("out")
+    assert len(admin.created) >= 2
