@@ -88,25 +88,8 @@ _node_wait() {
     count=$(sed -n 's/^count=//p' "$data/cluster.env")
     base=$(sed -n 's/^base=//p' "$data/cluster.env")
     pid=$(cat "$data/node-$node/kafka.pid")
-    if ! "$python" - "$((base + 2 * (node - 1)))" "$pid" "$count" <<'PY'
-import os, sys, time
-from confluent_kafka.admin import AdminClient
-port, pid, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
-deadline = time.monotonic() + 180
-while time.monotonic() < deadline:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        sys.exit("the node exited during start-up")
-    try:
-        if len(admin.list_topics(timeout=2).brokers) >= count:
-            sys.exit(0)
-    except Exception:
-        pass
-    time.sleep(0.5)
-sys.exit(f"the node did not see all {count} nodes within 180 s")
-PY
+    if ! "$python" "$here/await_broker.py" "$((base + 2 * (node - 1)))" "$pid" "$count" 180 \
+        "node $node"
     then
         start_failed "kafka.sh: node $node" "$pid" "$data/node-$node/stdout.log"
     fi

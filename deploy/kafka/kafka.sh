@@ -62,24 +62,7 @@ EOF
     pid=$!
     echo "$pid" > "$data/kafka.pid"
     # Ready when a metadata request through the PLAINTEXT listener lists the broker.
-    if ! "$python" - "$port" "$pid" <<'PY'
-import os, sys, time
-from confluent_kafka.admin import AdminClient
-port, pid = sys.argv[1], int(sys.argv[2])
-admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
-deadline = time.monotonic() + 90
-while time.monotonic() < deadline:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        sys.exit("the broker exited during start-up")
-    try:
-        if admin.list_topics(timeout=2).brokers:
-            sys.exit(0)
-    except Exception:
-        time.sleep(0.5)
-sys.exit("the broker did not answer within 90 s")
-PY
+    if ! "$python" "$here/await_broker.py" "$port" "$pid" 1 90 "the broker"
     then
         start_failed "kafka.sh: the broker" "$pid" "$data/stdout.log"
     fi

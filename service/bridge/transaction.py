@@ -156,7 +156,8 @@ class Transaction:
         self.metrics.aborts.inc()
         failed = f"a transaction failed and was aborted ({exc.args[0].str()})"
         try:
-            self.producer.abort_transaction(min(30.0, self.options.broker_timeout))
+            # librdkafka: an abort that times out may be called again (a broker restarting).
+            self._retrying("abort_transaction", self.producer.abort_transaction)
         except KafkaException:
             # The broker is gone: the transaction times out on its side, unseen.
             self.health.raise_fatal()

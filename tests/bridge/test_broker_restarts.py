@@ -26,7 +26,7 @@ from tests.bridge.test_bridge_protocols import (
 )
 from tests.support.parts import Broker
 
-BROKER_TIMEOUT = "30"
+BROKER_TIMEOUT = "60"
 PER_TABLE = 300  # 3 partitions x 2 tables: ~2,800 source messages
 
 
