@@ -34,7 +34,8 @@ _FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
 
 _LONG_FILES = {"test_stream_table_health.py": 9, "test_cluster.py": 6,
                "test_stream_recovery.py": 4, "test_object_store.py": 4,
-               "test_secured_kafka.py": 2, "test_stream.py": 2, "test_stream_metrics.py": 1}
+               "test_secured_kafka.py": 2, "test_stream.py": 2, "test_stream_metrics.py": 1,
+               "test_broker_restarts.py": 3}
 """Files that take minutes (minutes on a quiet 2-core machine, roughly), longest first."""
 
 

@@ -63,6 +63,7 @@ class Bridge:
         self.queues = PartitionQueues(clock=clock)
         self.conversion = ConversionStep(options, converter)
         self.transaction = Transaction(options, clients=self.clients, health=self.health,
+                                       watchdog=self.watchdog,
                                        metrics=self.metrics)
         self.progress = Progress(metrics=self.metrics, consumer=self.clients.consumer,
                                  every=options.progress_seconds)

@@ -22,11 +22,13 @@ __all__ = ["KafkaClients", "finished_within", "kafka_clients", "watched"]
 
 @dataclass(frozen=True, slots=True)
 class KafkaClients:
-    """The admin client, the consumer and the transactional producer of one bridge."""
+    """The admin client, the consumer and the transactional producer of one bridge, and how
+    to make a new producer of the same transactional id (None: the bridge cannot)."""
 
     admin: AdminClient
     consumer: Consumer
     producer: Producer
+    renew: Callable[[], Producer] | None = None
 
 
 def kafka_clients(options: BridgeOptions, *,
@@ -68,7 +70,8 @@ def kafka_clients(options: BridgeOptions, *,
         "transactional.id": f"flatavro-bridge.{options.group_id}.{options.instance_id}",
         "partitioner": "murmur2_random"}  # a key's partition as Java clients choose it
     try:
-        return KafkaClients(AdminClient(common), Consumer(consumer), Producer(producer))
+        return KafkaClients(AdminClient(common), Consumer(consumer), Producer(producer),
+                            renew=lambda: Producer(producer))
     except KafkaException as exc:
         raise KafkaConfigError(f"Kafka client settings refused: {exc.args[0].str()} "
                                f"(settings: {redacted(options.kafka)})") from exc
@@ -94,11 +97,13 @@ class _Watched:
 
 
 def watched(clients: KafkaClients, watchdog: Watchdog) -> KafkaClients:
-    """The same clients, every call on them watched (``producer.commit_transaction``)."""
+    """The same clients, every call on the admin client and the consumer watched
+    (``consumer.committed``); the producer's calls are watched by `Transaction`, which
+    gives up on one that does not return in time and starts a new producer."""
     return KafkaClients(
         cast(AdminClient, _Watched(clients.admin, name="admin", watchdog=watchdog)),
         cast(Consumer, _Watched(clients.consumer, name="consumer", watchdog=watchdog)),
-        cast(Producer, _Watched(clients.producer, name="producer", watchdog=watchdog)))
+        clients.producer, clients.renew)
 
 
 def finished_within(work: Callable[[], object], seconds: float) -> bool:

@@ -4,6 +4,7 @@ dead-letter topics at start-up and creates missing target topics when asked to."
 from __future__ import annotations
 
 import time
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -71,8 +72,13 @@ class Topics:
         while True:
             future = self.admin.create_topics([NewTopic(topic, count)])[topic]
             try:
-                future.result(self.options.start_timeout)
+                future.result(max(1.0, deadline - time.monotonic()))
                 break
+            except FutureTimeout as exc:  # asked again: it may exist by then
+                if time.monotonic() >= deadline:
+                    raise BridgeError(
+                        f"cannot create topic {topic}: the broker did not answer within "
+                        f"--broker-timeout {self.options.broker_timeout:g} s") from exc
             except KafkaException as exc:
                 error = exc.args[0]
                 if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:

@@ -37,10 +37,13 @@ FLATAVRO_KAFKA_<NAME> variables (FLATAVRO_KAFKA_SECURITY_PROTOCOL=SASL_SSL) or -
 FILE (key=value lines; wins over the variables); secrets are never logged. The registry comes
 from --registry-url/--registry-file or the FLATAVRO_REGISTRY_* settings, as for the service.
 Broker restarts: a retriable failure (a broker restarting, a coordinator moving) is retried
-for --broker-timeout; every wait on Kafka is bounded by the bridge itself: a call still
-blocked 5 s past --broker-timeout ends the process (exit 2, one line naming the call; the
-next copy with the same --instance-id aborts the open transaction), and SIGTERM/SIGINT ends
-it within --broker-timeout + 10 s whatever it waits on. With --metrics-port, GET /healthz
+for --broker-timeout; every wait on Kafka is bounded by the bridge itself: a transactional
+call that has not returned 2 s after its timeout is given up with its producer, a new
+producer of the same transactional id starts (the broker ends the open transaction first)
+and the batch is converted again from the committed offsets; any other call still blocked
+5 s past --broker-timeout ends the process (exit 2, one line naming the call; the next copy
+with the same --instance-id aborts the open transaction), and SIGTERM/SIGINT ends it within
+--broker-timeout + 10 s whatever it waits on. With --metrics-port, GET /healthz
 answers 200, or 503 with a JSON reason once the main loop has not advanced for
 --broker-timeout (a liveness probe); every other path serves the Prometheus metrics.
 Exit status: 0 after SIGTERM/SIGINT or --exit-when-idle; 2 with one line on stderr otherwise

@@ -142,11 +142,12 @@ def running(cmd: list[str], **popen: Any) -> Iterator[subprocess.Popen[Any]]:
             process.wait(30)
 
 
-def exactly_once(broker: Broker, want: dict[str, list[Raw]]) -> None:
+def exactly_once(broker: Broker, want: dict[str, list[Raw]], *, context: str = "") -> None:
     for topic, wanted in want.items():
         got = [m for _, m in read_committed(broker, topic)]
-        assert len(got) == len(wanted), f"{topic}: {len(got)} messages, want {len(wanted)}"
-        assert by_key(got) == by_key(wanted), topic
+        assert len(got) == len(wanted), (f"{topic}: {len(got)} messages, want {len(wanted)}"
+                                         f"\n{context}")
+        assert by_key(got) == by_key(wanted), f"{topic}\n{context}"
 
 
 @pytest.mark.parametrize("protocol", list(Protocol), ids=[p.value for p in Protocol])
@@ -195,7 +196,8 @@ def test_sigkill_at_random_moments_then_restart(kafka: Broker, tmp_path: Path) -
     done = subprocess.run([*cmd, "--exit-when-idle", "3"], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    exactly_once(kafka, expected(Protocol.CANAL_JSON, registry, messages, rule))
+    exactly_once(kafka, expected(Protocol.CANAL_JSON, registry, messages, rule),
+                 context=f"the last run said:\n{done.stderr[-3000:]}")
 
 
 def produced(broker: Broker, topic: str) -> int:

@@ -173,3 +173,48 @@ def test_an_aborted_transaction_is_read_again_from_the_committed_offsets(
     assert ("a transaction failed and was aborted (Local: Erroneous state): nothing of its "
             "batch is visible; converting its messages again from the last committed offsets"
             in capsys.readouterr().err)
+
+
+def test_a_transactional_call_that_never_returns_gives_up_its_producer_and_goes_on(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """librdkafka#5456/#5511: send_offsets_to_transaction never returns. It is given up 2 s
+    after its timeout with its producer (no abort is tried on it: a call is still running in
+    it); a new producer of the same transactional id starts transactions, the consumer seeks
+    back to the committed offsets and the batch is committed once through the new one."""
+    stop, release = threading.Event(), threading.Event()
+
+    class Stuck(FakeProducer):
+        def send_offsets_to_transaction(self, offsets: list[TopicPartition], metadata: Any,
+                                        timeout: float) -> None:
+            super().send_offsets_to_transaction(offsets, metadata, timeout)
+            release.wait()
+
+    class Draining(FakeConsumer):
+        def consume(self, num_messages: int, timeout: float) -> list[Any]:
+            if not self.polls:
+                stop.set()
+            return super().consume(num_messages, timeout)
+
+    again = [message(0, 5, b"ok")]
+    consumer = Draining(assigned=[0], committed_at={0: 5}, polls=[again, [], again, []])
+    stuck, fresh = Stuck(), FakeProducer()
+    made_clients = clients(FakeAdmin({SOURCE: 2, "out": 2}), consumer, stuck)
+    renewed = type(made_clients)(made_clients.admin, made_clients.consumer, stuck,
+                                 renew=lambda: fresh)
+    made = Bridge(options(broker_timeout=1.0), FakeConverter(), clock=Clock(), clients=renewed)
+    try:
+        asyncio.run(made.run(stop))
+    finally:
+        release.set()
+    assert stuck.named("abort_transaction") == [] and stuck.named("commit_transaction") == []
+    assert [c[0] for c in fresh.calls] == ["init_transactions", "begin_transaction", "produce",
+                                           "send_offsets_to_transaction", "commit_transaction"]
+    assert consumer.seeks == [(SOURCE, 0, 5)]
+    assert committed_offsets(fresh) == [[(SOURCE, 0, 6)]]
+    assert made.progress.totals["converted"] == 1 and made.transaction.given_up == [stuck]
+    err = capsys.readouterr().err
+    assert ("a transaction failed and was aborted (send_offsets_to_transaction did not return "
+            "within 1 s (librdkafka#5456); the producer is given up); starting a new "
+            "transactional producer (the same transactional id: the broker ends the open "
+            "transaction first)") in err
+    assert "converting its messages again from the last committed offsets" in err

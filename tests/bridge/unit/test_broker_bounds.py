@@ -80,13 +80,25 @@ def test_a_target_topic_looked_up_mid_run_waits_the_broker_timeout_it_announced(
 
 
 def test_every_call_on_the_clients_is_watched_while_it_runs() -> None:
+    from service.bridge.batch import Batch
+
     watchdog = Watchdog(20.0)
     seen: list[list[str]] = []
 
     class Recording(FakeProducer):
-        def begin_transaction(self) -> None:
-            seen.append([name for name, _since in watchdog.calls.values()])
+        def _call(self, name: str, *args: object) -> None:
+            seen.append([label for label, _since in watchdog.calls.values()])
+            super()._call(name, *args)
 
-    made = watched(clients(producer=Recording()), watchdog)
-    made.producer.begin_transaction()
-    assert seen == [["producer.begin_transaction"]] and watchdog.calls == {}
+    made = watched(clients(producer=Recording()), watchdog)  # the admin's and the consumer's
+    opts = options(broker_timeout=20.0)
+    tx = Transaction(opts, clients=made, health=KafkaHealth(opts), metrics=BridgeMetrics(),
+                     watchdog=watchdog)  # the producer's calls: watched by the transaction
+    batch = Batch()
+    batch.offsets[0] = 1
+    tx.commit(batch, partitions={})
+    tx.finish()
+    tx.shutdown()
+    assert seen == [["producer.begin_transaction"], ["producer.send_offsets_to_transaction"],
+                    ["producer.commit_transaction"]]
+    assert watchdog.calls == {}

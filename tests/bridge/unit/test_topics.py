@@ -3,6 +3,9 @@ when asked to."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
@@ -68,3 +71,33 @@ def test_a_target_topic_a_restarting_broker_cannot_place_yet_is_asked_again() ->
     with pytest.raises(BridgeError, match="^cannot create topic out: All brokers are currently"):
         topics.ensure("out")
     assert len(admin.created) >= 2
+
+
+def test_a_creation_without_an_answer_is_asked_again_then_named() -> None:
+    """A broker under load or restarting does not answer CreateTopics in time: asked again
+    (the topic may exist by then) within --broker-timeout, then one line naming it."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from tests.bridge.unit.fakes import FakeFuture
+
+    class Silent(FakeFuture):
+        def result(self, timeout: float) -> None:
+            raise FutureTimeout
+
+    @dataclass
+    class SilentOnce(FakeAdmin):
+        silent: bool = False  # every creation unanswered, not only the first
+
+        def create_topics(self, topics: list[Any]) -> dict[str, FakeFuture]:
+            made = super().create_topics(topics)
+            silent = len(self.created) == 1 or self.silent
+            return {name: Silent() if silent else future for name, future in made.items()}
+
+    admin = SilentOnce({"src": 2})
+    made = topics(admin, create_topics=True, broker_timeout=1.5)
+    made.start()
+    assert made.ensure("out") == 2 and [t for t, _ in admin.created] == ["out", "out"]
+    admin.silent = True
+    with pytest.raises(BridgeError, match=r"^cannot create topic late: the broker did not "
+                                          r"answer within --broker-timeout 1.5 s$"):
+        made.ensure("late")
