@@ -242,17 +242,40 @@ def _idempotent(spark: SparkSession, *, app_id: str, batch_id: int) -> Iterator[
 
 def merge_changes(spark: SparkSession, path: str, *, changes: DataFrame,
                   key_columns: list[str], columns: list[str], app_id: str,
-                  batch_id: int) -> None:
+                  batch_id: int) -> dict[str, int] | None:
     """MERGE the last change per key: deletes remove the row, upserts update or insert it.
-    Skipped by Delta when this (app id, batch id) is already in the table's log."""
+    Skipped by Delta when this (app id, batch id) is already in the table's log.
+
+    Returns:
+        the MERGE's counts under Delta's ``operationMetrics`` names
+        (``numTargetRowsInserted``, ``...Updated``, ``...Deleted``), as ``execute()`` returns
+        them (no history read); None when Delta skipped the batch.
+    """
     values: dict[str, str | Column] = {c: F.col(f"s.`{c}`") for c in columns}
     on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns)
     with _idempotent(spark, app_id=app_id, batch_id=batch_id):
-        (DeltaTable.forPath(spark, path).alias("t").merge(changes.alias("s"), on)
-         .whenMatchedDelete("s._op = 'delete'")
-         .whenMatchedUpdate("s._op = 'upsert'", values)
-         .whenNotMatchedInsert("s._op = 'upsert'", values)
-         .execute())
+        counts = (DeltaTable.forPath(spark, path).alias("t").merge(changes.alias("s"), on)
+                  .whenMatchedDelete("s._op = 'delete'")
+                  .whenMatchedUpdate("s._op = 'upsert'", values)
+                  .whenNotMatchedInsert("s._op = 'upsert'", values)
+                  .execute().collect())
+    if not counts:
+        return None
+    row = counts[0]
+    return {"numTargetRowsInserted": int(row["num_inserted_rows"]),
+            "numTargetRowsUpdated": int(row["num_updated_rows"]),
+            "numTargetRowsDeleted": int(row["num_deleted_rows"])}
+
+
+def committed_version(spark: SparkSession, path: str) -> int:
+    """The table's version as this driver last saw it: after its own commit, that commit's.
+    Read from Delta's cached snapshot (``DeltaLog.unsafeVolatileSnapshot``), which runs no
+    Spark job, where ``history(1)`` runs one per call."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+        spark._jsparkSession, path)  # type: ignore[attr-defined]
+    return int(log.unsafeVolatileSnapshot().version())
 
 
 def append_changes(df: DataFrame, path: str, *, app_id: str, batch_id: int) -> None:

@@ -126,8 +126,8 @@ class BatchApplier:
         with triaged(framed, self.schemas, mode=self.config.mode,
                      cache=self.config.mode is Mode.PERMISSIVE) as sorted_messages:
             dead_count = self._set_aside(sorted_messages.dead, batch_id)
-            self._write(sorted_messages.rows, batch_id)
-        return (f"{messages} message(s), {self._changes()}"
+            changes = self._write(sorted_messages.rows, batch_id)
+        return (f"{messages} message(s), {changes}"
                 + (f", {dead_count} to the dead-letter table" if dead_count else ""))
 
     def _set_aside(self, dead: DataFrame | None, batch_id: int) -> int:
@@ -143,16 +143,25 @@ class BatchApplier:
         finally:
             dead.unpersist()
 
-    def _write(self, changes: DataFrame, batch_id: int) -> None:
+    def _write(self, changes: DataFrame, batch_id: int) -> str:
+        """Write the batch's rows; what the commit did, for the batch's log line."""
         path, columns = self.config.table_path, [f.name for f in self.columns.fields]
         if self.schemas.key is None:
             delta.append_changes(changes.select(*columns), path, app_id=self.app_id,
                                  batch_id=batch_id)
-            return
+            return self._appended()
         keys = self.schemas.key.field_names()
-        delta.merge_changes(self.spark, path, changes=last_change_per_key(changes, keys),
-                            key_columns=keys, columns=columns, app_id=self.app_id,
-                            batch_id=batch_id)
+        merged = delta.merge_changes(self.spark, path,
+                                     changes=last_change_per_key(changes, keys),
+                                     key_columns=keys, columns=columns, app_id=self.app_id,
+                                     batch_id=batch_id)
+        if merged is None:
+            return _SKIPPED
+        self.version = delta.committed_version(self.spark, path)
+        self.metrics.applied(merged, keyed=True)
+        return (f"table version {self.version}: inserted {merged['numTargetRowsInserted']}, "
+                f"updated {merged['numTargetRowsUpdated']}, deleted "
+                f"{merged['numTargetRowsDeleted']}")
 
     def _latest_version(self) -> int:
         last = DeltaTable.forPath(self.spark, self.config.table_path).history(1).select(
@@ -160,22 +169,21 @@ class BatchApplier:
         assert last is not None  # a table has at least its creation commit
         return int(last[0])
 
-    def _changes(self) -> str:
-        """What the batch's commit did (the table's newest commit; none when Delta skipped a
-        write it already had)."""
+    def _appended(self) -> str:
+        """What an append did (the table's newest commit; none when Delta skipped a write it
+        already had): an append returns no counts, so they come from the history."""
         last = DeltaTable.forPath(self.spark, self.config.table_path).history(1).select(
             "version", "operationMetrics").first()
         assert last is not None
         if int(last[0]) == self.version:
-            return "already in the table (a re-run batch: skipped)"
+            return _SKIPPED
         self.version = int(last[0])
         metrics: dict[str, Any] = last[1] or {}
-        self.metrics.applied(metrics, keyed=self.schemas.key is not None)
-        if self.schemas.key is None:
-            return f"table version {last[0]}: appended {metrics.get('numOutputRows', '?')}"
-        return (f"table version {last[0]}: inserted {metrics.get('numTargetRowsInserted', '?')}, "
-                f"updated {metrics.get('numTargetRowsUpdated', '?')}, deleted "
-                f"{metrics.get('numTargetRowsDeleted', '?')}")
+        self.metrics.applied(metrics, keyed=False)
+        return f"table version {last[0]}: appended {metrics.get('numOutputRows', '?')}"
+
+
+_SKIPPED = "already in the table (a re-run batch: skipped)"
 
 
 def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
