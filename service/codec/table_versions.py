@@ -38,6 +38,9 @@ def groups(events: list[ChangeEvent], *, topics: list[str], register: bool
             first_definition.setdefault(topic, event.definition)
     out: list[tuple[Group, TableDefinition | None]] = []
     shape_of: dict[str, tuple[Group, TableDefinition]] = {}  # topic -> last row shape
+    # A decoder shares one definition among the rows of one shape: its column names are
+    # listed once per definition, not once per row.
+    names_of: dict[int, tuple[str, tuple[str, ...]]] = {}
     for event, topic in zip(events, topics, strict=True):
         definition = event.definition or first_definition.get(topic)
         exact = definition is not None and definition.exact
@@ -46,7 +49,11 @@ def groups(events: list[ChangeEvent], *, topics: list[str], register: bool
             if event.kind is EventKind.DELETE and topic in shape_of:
                 group, definition = shape_of[topic]
             else:
-                group = (topic, ("rows", tuple(c.name for c in definition.columns)))
+                names = names_of.get(id(definition))
+                if names is None:
+                    names = names_of[id(definition)] = (
+                        "rows", tuple(c.name for c in definition.columns))
+                group = (topic, names)
                 if event.kind is not EventKind.DELETE:
                     shape_of[topic] = (group, definition)
         out.append((group, definition))
