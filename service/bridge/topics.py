@@ -20,8 +20,11 @@ __all__ = ["Topics"]
 
 _BROKER_STARTING = frozenset({
     KafkaError.INVALID_REPLICATION_FACTOR,  # "All brokers are currently fenced": restarting
-    KafkaError.NOT_CONTROLLER, KafkaError._TIMED_OUT, KafkaError._TRANSPORT})
-"""CreateTopics errors of a broker that is restarting: asked again within --broker-timeout."""
+    KafkaError.NOT_CONTROLLER, KafkaError._TIMED_OUT, KafkaError._TIMED_OUT_QUEUE,
+    KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._DESTROY_BROKER})  # the broker asked went away mid-request (killed, restarted)
+"""CreateTopics errors of a broker that is restarting or went away: asked again within
+--broker-timeout (a topic created meanwhile then answers TOPIC_ALREADY_EXISTS: fine)."""
 
 
 class Topics:

@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 from service.bridge.errors import BridgeError
 from service.bridge.health import KafkaHealth
 from service.bridge.topics import Topics
-from tests.bridge.unit.fakes import FakeAdmin, kafka_exception, options
+from tests.bridge.unit.fakes import FakeAdmin, FakeFuture, kafka_exception, options
 
 
 def topics(admin: FakeAdmin, **overrides: object) -> Topics:
@@ -78,8 +78,6 @@ def test_a_creation_without_an_answer_is_asked_again_then_named() -> None:
     (the topic may exist by then) within --broker-timeout, then one line naming it."""
     from concurrent.futures import TimeoutError as FutureTimeout
 
-    from tests.bridge.unit.fakes import FakeFuture
-
     class Silent(FakeFuture):
         def result(self, timeout: float) -> None:
             raise FutureTimeout
@@ -101,3 +99,20 @@ def test_a_creation_without_an_answer_is_asked_again_then_named() -> None:
     with pytest.raises(BridgeError, match=r"^cannot create topic late: the broker did not "
                                           r"answer within --broker-timeout 1.5 s$"):
         made.ensure("late")
+
+
+@pytest.mark.parametrize("code", [KafkaError._DESTROY_BROKER, KafkaError._ALL_BROKERS_DOWN,
+                                  KafkaError._TRANSPORT])
+def test_a_creation_cut_by_a_broker_going_away_is_asked_again(code: int) -> None:
+    """A cluster node killed while it handled CreateTopics ("Broker handle destroyed without
+    termination", seen in a test run): asked again, and the topic made."""
+    @dataclass
+    class FailingOnce(FakeAdmin):
+        def create_topics(self, topics: list[Any]) -> dict[str, FakeFuture]:
+            self.create_error = kafka_exception(code) if not self.created else None
+            return super().create_topics(topics)
+
+    admin = FailingOnce({"src": 2})
+    made = topics(admin, create_topics=True, broker_timeout=5.0)
+    made.start()
+    assert made.ensure("out") == 2 and [t for t, _ in admin.created] == ["out", "out"]
