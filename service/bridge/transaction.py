@@ -202,6 +202,12 @@ class Transaction:
                 self._retrying("abort_transaction")
             except KafkaException as abort:
                 self.health.raise_fatal()
+                if exc.args[0].fatal() or abort.args[0].fatal():
+                    # Fenced by a newer copy of the same id, say: a new producer would fence
+                    # that copy in turn.
+                    raise BridgeError(f"{failed}: nothing of its batch is visible; restart "
+                                      f"the bridge to resume after the last committed "
+                                      f"offsets") from exc
                 self._renew(f"{failed}; the abort failed too ({abort.args[0].str()})", exc)
         else:
             self._renew(failed, exc)

@@ -34,6 +34,19 @@ def message(partition: int, offset: int, value: bytes) -> Message:
     return Message(topic=SOURCE, partition=partition, offset=offset, key=None, value=value)
 
 
+class Draining(FakeConsumer):
+    """A consumer that sets `stop` once its scripted polls are used up."""
+
+    def __init__(self, stop: threading.Event, **script: Any) -> None:
+        super().__init__(**script)
+        self.stop = stop
+
+    def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        if not self.polls:
+            self.stop.set()
+        return super().consume(num_messages, timeout)
+
+
 def bridge(converter: FakeConverter | None = None, *, consumer: FakeConsumer | None = None,
            clock: Clock | None = None, **overrides: Any) -> tuple[Bridge, FakeProducer]:
     producer = FakeProducer()
@@ -153,14 +166,8 @@ def test_an_aborted_transaction_is_read_again_from_the_committed_offsets(
     messages read again are committed once."""
     stop = threading.Event()
 
-    class Draining(FakeConsumer):
-        def consume(self, num_messages: int, timeout: float) -> list[Any]:
-            if not self.polls:
-                stop.set()
-            return super().consume(num_messages, timeout)
-
     again = [message(0, 5, b"ok")]
-    consumer = Draining(assigned=[0, 1], committed_at={0: 5}, polls=[again, [], again, []])
+    consumer = Draining(stop, assigned=[0, 1], committed_at={0: 5}, polls=[again, [], again, []])
     producer = FakeProducer(fail={"commit_transaction": kafka_exception(KafkaError._STATE)})
     made = Bridge(options(), FakeConverter(), clock=Clock(),
                   clients=clients(FakeAdmin({SOURCE: 2, "out": 2}), consumer, producer))
@@ -189,14 +196,8 @@ def test_a_transactional_call_that_never_returns_gives_up_its_producer_and_goes_
             super().send_offsets_to_transaction(offsets, metadata, timeout)
             release.wait()
 
-    class Draining(FakeConsumer):
-        def consume(self, num_messages: int, timeout: float) -> list[Any]:
-            if not self.polls:
-                stop.set()
-            return super().consume(num_messages, timeout)
-
     again = [message(0, 5, b"ok")]
-    consumer = Draining(assigned=[0], committed_at={0: 5}, polls=[again, [], again, []])
+    consumer = Draining(stop, assigned=[0], committed_at={0: 5}, polls=[again, [], again, []])
     stuck, fresh = Stuck(), FakeProducer()
     made_clients = clients(FakeAdmin({SOURCE: 2, "out": 2}), consumer, stuck)
     renewed = type(made_clients)(made_clients.admin, made_clients.consumer, stuck,

@@ -4,9 +4,10 @@ background or abort, against a fake producer."""
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from service.bridge.batch import Batch
+from service.bridge.clients import KafkaClients
 from service.bridge.errors import BridgeError
 from service.bridge.health import KafkaHealth
 from service.bridge.metrics import BridgeMetrics
@@ -83,6 +84,26 @@ def test_a_failed_commit_aborts_when_finished_and_a_fatal_error_is_named() -> No
                                           r"'\*+'\}\)$"):
         tx.finish()
     assert producer.named("abort_transaction") == [(8.0,)]
+    tx.shutdown()
+
+
+def test_a_fenced_producer_stops_and_starts_no_new_one() -> None:
+    """A newer copy with the same --instance-id fenced this one (a fatal error, before
+    error_cb has told the health): a new producer would fence that copy in turn."""
+    fenced = KafkaException(KafkaError(KafkaError._FENCED, fatal=True))
+    producer = FakeProducer(fail={"send_offsets_to_transaction": fenced,
+                                  "abort_transaction": fenced})
+    renewed: list[FakeProducer] = []
+    opts = options(dead_letter_topic="dlt", broker_timeout=8.0)
+    made = clients(producer=producer)
+    tx = Transaction(opts, clients=KafkaClients(made.admin, made.consumer, producer,
+                                                renew=lambda: renewed.append(FakeProducer())),
+                     health=KafkaHealth(opts), metrics=BridgeMetrics())
+    with pytest.raises(BridgeError, match=r"^a transaction failed and was aborted \(.*\): "
+                                          r"nothing of its batch is visible; restart the "
+                                          r"bridge"):
+        tx.commit(a_batch(), partitions={"a": 3})
+    assert renewed == []
     tx.shutdown()
 
 
