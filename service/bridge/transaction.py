@@ -195,7 +195,7 @@ class Transaction:
         """
         self.metrics.aborts.inc()
         failed = f"a transaction failed and was aborted ({exc.args[0].str()})"
-        if not self.given_up or self.given_up[-1] is not self.producer:
+        if self.producer not in self.given_up:  # a call may be running in a given-up one
             try:
                 # librdkafka: an abort that times out may be called again (a broker
                 # restarting).
@@ -226,7 +226,7 @@ class Transaction:
                    f"after the last committed offsets")
         if self.clients.renew is None or self.watchdog.stop_at is not None:  # or stopping
             raise BridgeError(restart) from exc
-        if self.producer not in self.given_up:
+        if self.producer not in self.given_up:  # the abort failed: given up now
             self.given_up.append(self.producer)
         log(f"{failed}; starting a new transactional producer (the same transactional id: "
             f"the broker ends the open transaction first)")
