@@ -20,15 +20,18 @@ from service.bridge.watchdog import Watchdog
 __all__ = ["KafkaClients", "finished_within", "kafka_clients", "watched"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class KafkaClients:
-    """The admin client, the consumer and the transactional producer of one bridge, and how
-    to make a new producer of the same transactional id (None: the bridge cannot)."""
+    """The admin client, the consumer and the transactional producer of one bridge, how to
+    make a new producer of the same transactional id and a new consumer of the same group
+    (None: the bridge cannot). The bridge's parts share one of these: a new consumer put
+    here is the one every part uses."""
 
     admin: AdminClient
     consumer: Consumer
     producer: Producer
     renew: Callable[[], Producer] | None = None
+    renew_consumer: Callable[[], Consumer] | None = None
 
 
 def kafka_clients(options: BridgeOptions, *,
@@ -71,7 +74,8 @@ def kafka_clients(options: BridgeOptions, *,
         "partitioner": "murmur2_random"}  # a key's partition as Java clients choose it
     try:
         return KafkaClients(AdminClient(common), Consumer(consumer), Producer(producer),
-                            renew=lambda: Producer(producer))
+                            renew=lambda: Producer(producer),
+                            renew_consumer=lambda: Consumer(consumer))
     except KafkaException as exc:
         raise KafkaConfigError(f"Kafka client settings refused: {exc.args[0].str()} "
                                f"(settings: {redacted(options.kafka)})") from exc
@@ -97,13 +101,17 @@ class _Watched:
 
 
 def watched(clients: KafkaClients, watchdog: Watchdog) -> KafkaClients:
-    """The same clients, every call on the admin client and the consumer watched
-    (``consumer.committed``); the producer's calls are watched by `Transaction`, which
+    """The same clients, every call on the admin client and the consumer (a new one too)
+    watched (``consumer.consume``); the producer's calls are watched by `Transaction`, which
     gives up on one that does not return in time and starts a new producer."""
+    def consumer(made: Consumer) -> Consumer:
+        return cast(Consumer, _Watched(made, name="consumer", watchdog=watchdog))
+
+    renew_consumer = clients.renew_consumer
     return KafkaClients(
         cast(AdminClient, _Watched(clients.admin, name="admin", watchdog=watchdog)),
-        cast(Consumer, _Watched(clients.consumer, name="consumer", watchdog=watchdog)),
-        clients.producer, clients.renew)
+        consumer(clients.consumer), clients.producer, clients.renew,
+        None if renew_consumer is None else lambda: consumer(renew_consumer()))
 
 
 def finished_within(work: Callable[[], object], seconds: float) -> bool:

@@ -82,7 +82,8 @@ def source_messages(protocol: Protocol, partitions: int, per_table: int
 
 
 def produce(broker: Broker, topic: str, by_partition: dict[int, list[Raw]]) -> None:
-    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    # Idempotent: a retry after a broker restart must not write a source message twice.
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
     for partition, messages in by_partition.items():
         for key, value in messages:
             producer.produce(topic, key=key, value=value, partition=partition)

@@ -8,6 +8,7 @@ converted once (counts and keys)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -57,6 +58,20 @@ def halves(messages: dict[int, list[Raw]]) -> tuple[dict[int, list[Raw]], ...]:
             {p: m[cut[p]:] for p, m in messages.items()})
 
 
+def told(log: Path) -> str:
+    """What a failed run shows: every line of the bridge's own (runs of the same progress
+    line once), then librdkafka's last consumer-group lines (the bridge runs with its
+    ``cgrp,consumer`` debug contexts on here)."""
+    ours: list[str] = []
+    theirs: list[str] = []
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("%"):
+            theirs.append(line)
+        elif not ours or line != ours[-1]:
+            ours.append(line)
+    return "\n".join([*ours, "-- librdkafka, last lines:", *theirs[-80:]])
+
+
 def scenario(parts: Any, name: str, tmp_path: Path, disturb: Callable[[], None], *,
              replicas: int, all_lost: bool = False) -> None:
     """Run the bridge on two thirds of the source, `disturb` the brokers as soon as its first
@@ -74,25 +89,27 @@ def scenario(parts: Any, name: str, tmp_path: Path, disturb: Callable[[], None],
     log = tmp_path / "bridge.log"
     before, after = halves(messages)
     produce(parts, source, before)
-    with log.open("w") as err, running(cmd, stderr=err) as process:
+    env = {**os.environ, "FLATAVRO_KAFKA_DEBUG": "cgrp,consumer"}
+    with log.open("w") as err, running(cmd, stderr=err, env=env) as process:
         deadline = time.monotonic() + 120
         while committed_offsets(parts, name, source) == 0:
-            assert time.monotonic() < deadline and process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline and process.poll() is None, told(log)
             time.sleep(0.5)
         disturb()
-        assert process.poll() is None, f"the bridge exited:\n{log.read_text()[-3000:]}"
+        assert process.poll() is None, f"the bridge exited:\n{told(log)}"
         produce(parts, source, after)
         deadline = time.monotonic() + 300
         while committed_offsets(parts, name, source) < total:
-            assert process.poll() is None, f"the bridge exited:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"not all committed:\n{log.read_text()[-3000:]}"
+            assert process.poll() is None, f"the bridge exited:\n{told(log)}"
+            assert time.monotonic() < deadline, f"not all committed:\n{told(log)}"
             time.sleep(1)
         process.terminate()
-        assert process.wait(60) == 0, log.read_text()[-3000:]
-    print(log.read_text()[-1500:])
+        assert process.wait(60) == 0, told(log)
+    print(told(log))
     if all_lost:
         assert "lost the Kafka broker" in log.read_text(), "the restart went unnoticed"
-    exactly_once(parts, expected(Protocol.CANAL_JSON, registry, messages, rule))
+    exactly_once(parts, expected(Protocol.CANAL_JSON, registry, messages, rule),
+                 context=told(log))
 
 
 def test_a_graceful_restart_of_the_only_broker_is_ridden_through(

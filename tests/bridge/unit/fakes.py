@@ -101,19 +101,21 @@ class FakeProducer:
 @dataclass
 class FakeConsumer:
     """A consumer whose polls return scripted messages; it assigns every partition of
-    `assigned` when subscribing and reports positions and high watermarks."""
+    `assigned` when subscribing and reports positions and high watermarks. It stands for
+    the new consumers the bridge makes too (`clients`): `joins` counts the subscriptions,
+    `closes` the times a consumer left the group."""
 
     polls: list[list[Any]] = field(default_factory=list)
     assigned: list[int] = field(default_factory=list)
     positions: dict[int, int] = field(default_factory=dict)
     highs: dict[int, int] = field(default_factory=dict)
-    committed_at: dict[int, int] = field(default_factory=dict)  # the group's offsets
-    seeks: list[tuple[str, int, int]] = field(default_factory=list)
-    closed: bool = False
+    joins: int = 0
+    closes: int = 0
 
     def subscribe(self, topics: list[str], *, on_assign: Callable[..., None],
                   on_revoke: Callable[..., None], on_lost: Callable[..., None]) -> None:
-        self.on_revoke = on_revoke
+        self.on_revoke, self.on_lost = on_revoke, on_lost
+        self.joins += 1
         on_assign(self, [TopicPartition(topics[0], p) for p in self.assigned])
 
     def consume(self, num_messages: int, timeout: float) -> list[Any]:
@@ -129,19 +131,11 @@ class FakeConsumer:
         return [TopicPartition(tp.topic, tp.partition, self.positions.get(tp.partition, -1001))
                 for tp in partitions]
 
-    def committed(self, partitions: list[TopicPartition], timeout: float
-                  ) -> list[TopicPartition]:
-        return [TopicPartition(tp.topic, tp.partition, self.committed_at.get(tp.partition, -1001))
-                for tp in partitions]
-
-    def seek(self, tp: TopicPartition) -> None:
-        self.seeks.append((tp.topic, tp.partition, tp.offset))
-
     def get_watermark_offsets(self, tp: TopicPartition, cached: bool) -> tuple[int, int]:
         return 0, self.highs.get(tp.partition, -1)
 
     def close(self) -> None:
-        self.closed = True
+        self.closes += 1
 
 
 class FakeFuture:
@@ -184,9 +178,11 @@ class FakeAdmin:
 
 def clients(admin: FakeAdmin | None = None, consumer: FakeConsumer | None = None,
             producer: FakeProducer | None = None) -> KafkaClients:
-    """Kafka clients made of fakes."""
-    return KafkaClients(admin or FakeAdmin({SOURCE: 2}), consumer or FakeConsumer(),
-                        producer or FakeProducer())
+    """Kafka clients made of fakes; a new consumer is the same fake (it goes on with its
+    script)."""
+    consumer = consumer or FakeConsumer()
+    return KafkaClients(admin or FakeAdmin({SOURCE: 2}), consumer, producer or FakeProducer(),
+                        renew_consumer=lambda: consumer)
 
 
 def output(topic: str, source_index: int, key: bytes | None = b"k") -> Output:

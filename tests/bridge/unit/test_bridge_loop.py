@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
+from confluent_kafka import KafkaError, Message, TopicPartition
 
 from service.bridge.bridge import Bridge
 from service.bridge.errors import BridgeStopped
@@ -71,7 +71,7 @@ def test_a_run_converts_commits_and_exits_when_idle(capsys: pytest.CaptureFixtur
     assert committed_offsets(producer) == [[(SOURCE, 0, 2), (SOURCE, 1, 1)]]
     assert producer.named("commit_transaction") == [(60.0,)]
     assert made.progress.totals == {"converted": 2, "dead-lettered": 0, "skipped": 1}
-    assert consumer.closed and "idle for 0 s: exiting" in capsys.readouterr().err
+    assert consumer.closes == 1 and "idle for 0 s: exiting" in capsys.readouterr().err
 
 
 def test_a_held_partition_is_retried_then_its_first_message_dead_lettered() -> None:
@@ -162,17 +162,17 @@ def test_revoked_partitions_finish_the_commit_in_flight_and_are_forgotten() -> N
 def test_an_aborted_transaction_is_read_again_from_the_committed_offsets(
         capsys: pytest.CaptureFixture[str]) -> None:
     """A commit failing under a broker restart: the transaction is aborted, the consumer
-    seeks back to the committed offsets (partition 1 has none: its beginning), and the
+    leaves the group and a new one joins (it starts at the committed offsets), and the
     messages read again are committed once."""
     stop = threading.Event()
 
     again = [message(0, 5, b"ok")]
-    consumer = Draining(stop, assigned=[0, 1], committed_at={0: 5}, polls=[again, [], again, []])
+    consumer = Draining(stop, assigned=[0, 1], polls=[again, [], again, []])
     producer = FakeProducer(fail={"commit_transaction": kafka_exception(KafkaError._STATE)})
     made = Bridge(options(), FakeConverter(), clock=Clock(),
                   clients=clients(FakeAdmin({SOURCE: 2, "out": 2}), consumer, producer))
     asyncio.run(made.run(stop))
-    assert consumer.seeks == [(SOURCE, 0, 5), (SOURCE, 1, OFFSET_BEGINNING)]
+    assert (consumer.joins, consumer.closes) == (2, 2)  # joined again; left, and at the end
     assert len(producer.named("abort_transaction")) == 1
     assert committed_offsets(producer) == [[(SOURCE, 0, 6)], [(SOURCE, 0, 6)]]
     assert len(producer.named("commit_transaction")) == 2
@@ -182,12 +182,68 @@ def test_an_aborted_transaction_is_read_again_from_the_committed_offsets(
             in capsys.readouterr().err)
 
 
+def test_lost_partitions_are_read_again_by_a_new_consumer(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The session expired (a broker restarting): the poll that reports the lost partitions
+    is not converted (librdkafka may have fetched it for partitions no longer owned); the
+    consumer leaves the group, a new one joins and what it reads is committed once."""
+    stop = threading.Event()
+
+    class Losing(Draining):
+        def consume(self, num_messages: int, timeout: float) -> list[Any]:
+            if self.joins == 1:
+                self.on_lost(self, [TopicPartition(SOURCE, 0)])
+            return super().consume(num_messages, timeout)
+
+    stale, again = [message(0, 5, b"ok")], [message(0, 5, b"ok")]
+    consumer, converter = Losing(stop, assigned=[0], polls=[stale, again, []]), FakeConverter()
+    producer = FakeProducer()
+    made = Bridge(options(), converter, clock=Clock(),
+                  clients=clients(FakeAdmin({SOURCE: 2, "out": 2}), consumer, producer))
+    asyncio.run(made.run(stop))
+    assert (consumer.joins, consumer.closes) == (2, 2)
+    assert converter.calls == [[b"ok"]] and len(producer.named("produce")) == 1
+    assert committed_offsets(producer) == [[(SOURCE, 0, 6)]]
+    assert ("the consumer group took this copy's partitions (its session expired): leaving "
+            "the consumer group and joining it again with a new consumer, from the committed "
+            "offsets" in capsys.readouterr().err)
+
+
+def test_a_join_that_does_not_end_within_the_broker_timeout_is_made_again(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """No assignment (not even an empty one) --broker-timeout after joining the group: the
+    coordinator is out of librdkafka's reach; a new consumer joins, and converts."""
+    stop, clock = threading.Event(), Clock()
+
+    class Silent(Draining):
+        def subscribe(self, topics: list[str], **callbacks: Any) -> None:
+            if self.joins == 0:
+                self.joins += 1  # joined, but the assignment never comes
+            else:
+                super().subscribe(topics, **callbacks)
+
+        def consume(self, num_messages: int, timeout: float) -> list[Any]:
+            clock.now += 4.0
+            return super().consume(num_messages, timeout) if self.joins > 1 else []
+
+    consumer = Silent(stop, assigned=[0], polls=[[message(0, 5, b"ok")], []])
+    producer = FakeProducer()
+    made = Bridge(options(broker_timeout=10.0), FakeConverter(), clock=clock,
+                  clients=clients(FakeAdmin({SOURCE: 2, "out": 2}), consumer, producer))
+    asyncio.run(made.run(stop))
+    assert (consumer.joins, consumer.closes) == (2, 2)
+    assert committed_offsets(producer) == [[(SOURCE, 0, 6)]]
+    assert ("joining the consumer group did not end within --broker-timeout 10 s: leaving "
+            "the consumer group and joining it again" in capsys.readouterr().err)
+
+
 def test_a_transactional_call_that_never_returns_gives_up_its_producer_and_goes_on(
         capsys: pytest.CaptureFixture[str]) -> None:
     """librdkafka#5456/#5511: send_offsets_to_transaction never returns. It is given up 2 s
     after its timeout with its producer (no abort is tried on it: a call is still running in
-    it); a new producer of the same transactional id starts transactions, the consumer seeks
-    back to the committed offsets and the batch is committed once through the new one."""
+    it); a new producer of the same transactional id starts transactions, a new consumer
+    joins the group from the committed offsets and the batch is committed once through the
+    new producer."""
     stop, release = threading.Event(), threading.Event()
 
     class Stuck(FakeProducer):
@@ -197,11 +253,10 @@ def test_a_transactional_call_that_never_returns_gives_up_its_producer_and_goes_
             release.wait()
 
     again = [message(0, 5, b"ok")]
-    consumer = Draining(stop, assigned=[0], committed_at={0: 5}, polls=[again, [], again, []])
+    consumer = Draining(stop, assigned=[0], polls=[again, [], again, []])
     stuck, fresh = Stuck(), FakeProducer()
-    made_clients = clients(FakeAdmin({SOURCE: 2, "out": 2}), consumer, stuck)
-    renewed = type(made_clients)(made_clients.admin, made_clients.consumer, stuck,
-                                 renew=lambda: fresh)
+    renewed = clients(FakeAdmin({SOURCE: 2, "out": 2}), consumer, stuck)
+    renewed.renew = lambda: fresh
     made = Bridge(options(broker_timeout=1.0), FakeConverter(), clock=Clock(), clients=renewed)
     try:
         asyncio.run(made.run(stop))
@@ -210,7 +265,7 @@ def test_a_transactional_call_that_never_returns_gives_up_its_producer_and_goes_
     assert stuck.named("abort_transaction") == [] and stuck.named("commit_transaction") == []
     assert [c[0] for c in fresh.calls] == ["init_transactions", "begin_transaction", "produce",
                                            "send_offsets_to_transaction", "commit_transaction"]
-    assert consumer.seeks == [(SOURCE, 0, 5)]
+    assert consumer.joins == 2
     assert committed_offsets(fresh) == [[(SOURCE, 0, 6)]]
     assert made.progress.totals["converted"] == 1 and made.transaction.given_up == [stuck]
     err = capsys.readouterr().err
