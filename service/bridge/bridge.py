@@ -4,7 +4,8 @@ consumer offsets in one Kafka transaction (consume-transform-produce, exactly on
 
 `Bridge` composes the parts: `PartitionQueues` (order, holds, retries), `ConversionStep`
 (records through the converter, bad ones found), `Transaction` (begin, produce, offsets,
-commit or abort), `Progress` (totals, metrics, the progress line), `KafkaHealth` (fatal
+commit or abort), `Membership` (the consumer group: subscription, assignment, joining again
+with a new consumer), `Progress` (totals, metrics, the progress line), `KafkaHealth` (fatal
 errors, lost brokers), `Topics` (start-up checks, target topics) and `Watchdog` (every Kafka
 call bounded by --broker-timeout, liveness).
 """
@@ -15,14 +16,15 @@ import threading
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from service.bridge.batch import Batch
-from service.bridge.clients import KafkaClients, finished_within, kafka_clients, watched
+from service.bridge.clients import KafkaClients, kafka_clients, watched
 from service.bridge.conversion import Conversion, ConversionStep
-from service.bridge.errors import BridgeError, BridgeStopped, TransactionAborted
+from service.bridge.errors import BridgeStopped, TransactionAborted
 from service.bridge.health import KafkaHealth
 from service.bridge.log import log
+from service.bridge.membership import Membership
 from service.bridge.metrics import BridgeMetrics
 from service.bridge.options import BridgeOptions
 from service.bridge.progress import Progress
@@ -66,9 +68,8 @@ class Bridge:
                                        metrics=self.metrics)
         self.progress = Progress(metrics=self.metrics, consumer=self.clients.consumer,
                                  every=options.progress_seconds)
-        self.assigned_at: float | None = None  # None until the group gave this copy its share
-        self.lost = False  # the group took this copy's partitions without a revocation
-        self.unassigned_since: float | None = None  # joining the group (or again) since
+        self.membership = Membership(options, clients=self.clients, clock=clock,
+                                     revoked=self._revoked)
         self.last_message = 0.0  # when the last message arrived (or the run started)
         self.aborted_since: float | None = None  # transactions failing since, None: none
 
@@ -84,46 +85,18 @@ class Bridge:
         parse_topic_rule(self.options.topic_rule)  # a bad rule stops before any work
         self.topics.start()
         self.transaction.init()
-        self._subscribe()
+        self.membership.join()
 
-    def _subscribe(self) -> None:
-        self.unassigned_since = self.clock()
-        self.clients.consumer.subscribe([self.options.source_topic], on_assign=self._assigned,
-                                        on_revoke=self._revoked, on_lost=self._lost)
-
-    def _assigned(self, _consumer: Consumer, _partitions: list[TopicPartition]) -> None:
-        self.assigned_at = self.clock()  # idle time counts from the (re)assignment
-        self.unassigned_since = None
-
-    def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _revoked(self, partitions: list[TopicPartition]) -> None:
         # Called inside consume(): the commit in flight ends first (its offsets belong to
         # this generation), then the new owner re-reads from the committed offsets, so what
         # was queued here is dropped, not lost.
         self._finish()
         self.queues.drop(tp.partition for tp in partitions)
-        self.unassigned_since = self.clock()
-
-    def _lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        # The session expired (a broker restarting, say): librdkafka goes on fetching the
-        # lost partitions, and records fetched then reached the application after the next
-        # assignment, ahead of the fetch from the committed offsets (librdkafka 2.16: a batch
-        # converted and committed twice). A new consumer has no such records.
-        self._revoked(consumer, partitions)
-        self.lost = True
 
     def _close(self) -> None:
-        self._leave()
+        self.membership.leave()
         self.transaction.shutdown()
-
-    def _leave(self) -> None:
-        # Leave the group now, so the others rebalance at once; bounded, since librdkafka's
-        # close can block for good once the brokers are gone (a bridge that lost its broker
-        # must still exit and be restarted; the group then notices after
-        # session.timeout.ms, and no offset is lost: they ride the transactions).
-        wait = max(self.options.broker_timeout, 10.0)
-        if not finished_within(self.clients.consumer.close, wait):
-            log(f"leaving the consumer group did not finish within {wait:g} s (is the "
-                "broker gone?); going on without it")
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -158,16 +131,9 @@ class Bridge:
         """One poll: consume, convert, commit; whether the bridge is idle and exits."""
         messages = self.clients.consumer.consume(self.options.batch_size, 0.5)
         self.health.raise_fatal()
-        if self.lost:  # nothing of this poll is queued: the new consumer reads it again
-            self._new_consumer("the consumer group took this copy's partitions (its session "
-                               "expired)")
-            return False
-        if (self.unassigned_since is not None
-                and self.clock() - self.unassigned_since >= self.options.broker_timeout):
-            # Even a copy with no partition gets an (empty) assignment: a join that has not
-            # ended by now waits on a group coordinator librdkafka no longer reaches.
-            self._new_consumer(f"joining the consumer group did not end within "
-                               f"--broker-timeout {self.options.broker_timeout:g} s")
+        rejoin = self.membership.rejoin_reason()
+        if rejoin is not None:  # nothing of this poll is queued: the new consumer reads it
+            self._new_consumer(rejoin)
             return False
         fresh = self.health.records(messages)
         if fresh:
@@ -184,8 +150,9 @@ class Bridge:
 
     def _idle(self, now: float) -> bool:
         idle = self.options.exit_when_idle
-        if idle is not None and self.assigned_at is not None and now - max(
-                self.last_message, self.assigned_at) >= idle and not self.queues.any():
+        assigned_at = self.membership.assigned_at
+        if idle is not None and assigned_at is not None and now - max(
+                self.last_message, assigned_at) >= idle and not self.queues.any():
             log(f"idle for {idle:g} s: exiting")
             return True
         return False
@@ -278,22 +245,11 @@ class Bridge:
         self._new_consumer("a transaction was aborted")
 
     def _new_consumer(self, why: str) -> None:
-        """Leave the group and join it again with a new consumer, which starts at the
-        committed offsets. Not a seek: a seek on partitions whose assignment was lost started
-        a fetch that librdkafka (2.16) delivered after the next assignment, next to the one
-        from the committed offsets (seen in a broker restart: a batch committed twice).
+        """Drop every queued record and join the group again with a new consumer
+        (`Membership.rejoin`), which reads them again from the committed offsets.
 
         Raises:
             BridgeError: the bridge cannot make a new consumer.
         """
-        renew = self.clients.renew_consumer
-        if renew is None:
-            raise BridgeError(f"{why}; restart the bridge to resume after the last committed "
-                              f"offsets")
         self.queues.drop(list(self.queues.queues))
-        log(f"{why}: leaving the consumer group and joining it again with a new consumer, "
-            f"from the committed offsets")
-        self._leave()
-        self.clients.consumer = self.progress.consumer = renew()
-        self.lost, self.assigned_at = False, None
-        self._subscribe()
+        self.progress.consumer = self.membership.rejoin(why)

@@ -154,7 +154,7 @@ def test_revoked_partitions_finish_the_commit_in_flight_and_are_forgotten() -> N
     made, producer = bridge(dead_letter_topic="dlt")
     asyncio.run(made._process([record(0, 0), record(0, 1, b"pending"), record(1, 0)]))
     assert made.transaction.in_flight is not None
-    made._revoked(made.clients.consumer, [TopicPartition(SOURCE, 0)])
+    made._revoked([TopicPartition(SOURCE, 0)])
     assert made.transaction.in_flight is None and made.progress.totals["converted"] == 2
     assert made.queues.pending == 0 and made.queues.held_since == {}
 
