@@ -12,12 +12,17 @@ first, untimed, to warm the JVM. Then, timed: (a) `spark_jobs.stream_job.run`, a
 included), the table with deletion vectors (the stream's default; `--deletion-vectors off`
 for copy-on-write MERGE, to compare); (b) bulk_read of the same topic into Parquet (decode
 only); (c) a plain ``write.format("delta").mode("append")`` of those decoded rows, cached in
-memory first, into a fresh table. Where the stream's time goes comes from Spark's query
+memory first, into a fresh table; (d) Delta's MERGEs alone: the decoded rows of (b) split into
+the stream's micro-batches (by offset, the share of each partition), each reduced to the last
+change per key and cached untimed, then MERGEd with the stream's clauses into a fresh table
+(the stream's ceiling: it decodes and MERGEs the same batches). Where the stream's time goes comes from Spark's query
 progress (``durationMs``) and the MERGE commits' metrics in the Delta log. The table must then
 hold exactly the live keys (inserts - deletes) and the updated rows, else exit 1.
 Latency: the same stream restarted at processing-time=1 second in a thread; 200 new keys are
 produced one at a time, 20 per second (the time taken after each flush); the main thread polls
 the table with delta-rs every 50 ms and notes when each key first shows; p50/p99 are printed.
+Then Delta's MERGE alone of 40 new rows (a latency micro-batch's size, cached) into (d)'s table
+(as big as the stream's), 20 times: the floor of one micro-batch.
 Scale-out: the same topic streamed by `python -m spark_jobs.stream --master spark://...` into a
 fresh table on a standalone cluster (tests/support/cluster.py) of 1 worker, then 2 (1 core and
 a 2 GB executor each); the ratio of wall clock and of the summed micro-batch times.
