@@ -15,9 +15,10 @@ only); (c) a plain ``write.format("delta").mode("append")`` of those decoded row
 memory first, into a fresh table; (d) Delta's MERGEs alone: the decoded rows of (b) split into
 the stream's micro-batches (by offset, the share of each partition), each reduced to the last
 change per key and cached untimed, then MERGEd with the stream's clauses into a fresh table
-(the stream's ceiling: it decodes and MERGEs the same batches). Where the stream's time goes comes from Spark's query
-progress (``durationMs``) and the MERGE commits' metrics in the Delta log. The table must then
-hold exactly the live keys (inserts - deletes) and the updated rows, else exit 1.
+(the stream's ceiling: it decodes and MERGEs the same batches). Where the stream's time goes
+comes from Spark's query progress (``durationMs``) and the MERGE commits' metrics in the Delta
+log. The table must then hold exactly the live keys (inserts - deletes) and the updated rows,
+else exit 1.
 Latency: the same stream restarted at processing-time=1 second in a thread; 200 new keys are
 produced one at a time, 20 per second (the time taken after each flush); the main thread polls
 the table with delta-rs every 50 ms and notes when each key first shows; p50/p99 are printed.
