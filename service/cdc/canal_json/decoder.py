@@ -14,7 +14,7 @@ import functools
 from typing import Any, NamedTuple
 
 from service.cdc.canal_json.columns import column_type, derive_definition
-from service.cdc.canal_json.values import typed_value
+from service.cdc.canal_json.values import typed_row
 from service.cdc.definition import TableDefinition
 from service.cdc.errors import MessageFormatError, json_object_value
 from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, SourceMessage
@@ -115,7 +115,7 @@ def _rows(document: dict[str, Any], *, kind: EventKind, index: int, commit_ts: i
         types, definition = _shape(_Shape(schema, table, tuple(row),
                                           tuple(mysql_types.items()), sql_items,
                                           tuple(pk_names)))
-        after = _typed(row, types, where=f"data/{position}")
+        after = typed_row(row, types, where=f"data/{position}")
         if kind is EventKind.DELETE:
             events.append(ChangeEvent(kind, schema, table, commit_ts, index, old_row=after))
             continue
@@ -189,18 +189,12 @@ def _types(columns: tuple[str, ...], *, mysql_types: dict[str, Any],
     return types, missing
 
 
-def _typed(row: dict[str, Any], types: dict[str, ColumnType], *, where: str
-           ) -> dict[str, Any]:
-    return {column: typed_value(column, types[column], value=value, where=where)
-            for column, value in row.items()}
-
-
 def _old_row(old: dict[str, Any], after: dict[str, Any], *, types: dict[str, ColumnType],
              position: int) -> dict[str, Any]:
     unknown = [c for c in old if c not in types]
     if unknown:
         raise MessageFormatError(f"column `{unknown[0]}` is in `old` but not in `data`",
                                  column=unknown[0], field=f"old/{position}/{unknown[0]}")
-    changed = _typed(old, types, where=f"old/{position}")
+    changed = typed_row(old, types, where=f"old/{position}")
     return {column: changed.get(column, value) if column in old else value
             for column, value in after.items()}

@@ -16,7 +16,7 @@ from service.cdc.errors import MessageFormatError
 from service.core.mysql_types import TypeFamily
 from service.core.table import ColumnType
 
-__all__ = ["typed_value"]
+__all__ = ["typed_row", "typed_value"]
 
 
 def _integer(text: str) -> int:
@@ -94,4 +94,46 @@ def _parser(column_type: ColumnType) -> Callable[[str], Any] | None:
             _BY_TYPE.clear()
         entry = (column_type, _PARSERS.get(column_type.family))
         _BY_TYPE[id(column_type)] = entry
+    return entry[1]
+
+
+def typed_row(row: dict[str, Any], types: dict[str, ColumnType], *, where: str
+              ) -> dict[str, Any]:
+    """The typed values of one ``data``/``old`` row, `types` holding its columns' types (a
+    shared mapping, never modified: its parsers are looked up once).
+
+    Raises:
+        MessageFormatError: as `typed_value`, for the first bad value.
+    """
+    parsers = _row_parsers(types)
+    out: dict[str, Any] = {}
+    for column, value in row.items():
+        if value.__class__ is str:  # nearly every value: parsed here, errors said below
+            parse = parsers[column]
+            if parse is None:
+                out[column] = value
+                continue
+            try:
+                out[column] = parse(value)
+                continue
+            except ValueError:
+                pass
+        elif value is None:
+            out[column] = None
+            continue
+        out[column] = typed_value(column, types[column], value=value, where=where)
+    return out
+
+
+_ROW_PARSERS: dict[int, tuple[dict[str, ColumnType],
+                              dict[str, Callable[[str], Any] | None]]] = {}
+
+
+def _row_parsers(types: dict[str, ColumnType]) -> dict[str, Callable[[str], Any] | None]:
+    entry = _ROW_PARSERS.get(id(types))
+    if entry is None or entry[0] is not types:
+        if len(_ROW_PARSERS) >= 1024:
+            _ROW_PARSERS.clear()
+        entry = (types, {column: _parser(t) for column, t in types.items()})
+        _ROW_PARSERS[id(types)] = entry
     return entry[1]
