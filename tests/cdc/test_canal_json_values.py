@@ -1,17 +1,22 @@
-"""Canal-JSON row values: `typed_row` (the per-row fast path the converter uses) gives what
-`typed_value` gives for each value, and for a bad value the same error, naming the field."""
+"""Canal-JSON rows: `typed_row` (the per-row fast path the converter uses) gives what
+`typed_value` gives for each value, and for a bad value the same error, naming the field; a
+table's column types follow each message's shape."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.cdc.canal_json.columns import column_type
+from service.cdc.canal_json.decoder import Decoder
 from service.cdc.canal_json.values import typed_row, typed_value
+from service.cdc.definition import type_text
 from service.cdc.errors import MessageFormatError
+from service.cdc.events import SourceMessage
 
 TYPES = {name: column_type(name, mysql, sql_type=None)[0] for name, mysql in {
     "i": "int", "u": "bigint unsigned", "y": "year", "b": "bit(8)", "f": "float",
@@ -69,3 +74,33 @@ def test_values_of_each_type() -> None:
         "i": -3, "u": 18446744073709551615, "y": 2024, "b": 5, "f": 1.5, "d": -2.25,
         "blob": b"\xff\x05", "e": 2, "s": 3, "dec": "12.50", "t": "text",
         "dt": "2024-01-02 03:04:05", "j": '{"a": 1}', "n": None}
+
+
+def _decoded(mysql_types: dict[str, str], data: dict[str, str], pk_names: list[str],
+             sql_types: dict[str, int] | None = None
+             ) -> tuple[list[tuple[str, str]], tuple[str, ...], dict[str, Any]]:
+    value = orjson.dumps({"database": "d", "table": "t", "type": "INSERT", "isDdl": False,
+                          "es": 1, "pkNames": pk_names, "mysqlType": mysql_types,
+                          "sqlType": sql_types or {}, "data": [data], "old": None})
+    event = Decoder().decode(SourceMessage(0, None, value)).events[0]
+    assert event.definition is not None and event.row is not None
+    return ([(c.name, type_text(c.type)) for c in event.definition.columns],
+            event.definition.key, event.row)
+
+
+def test_a_table_whose_messages_change_shape_is_typed_by_each_message() -> None:
+    """The decoder reuses a table's last shape only while its columns (in order), types and
+    key stay the same."""
+    first = _decoded({"id": "int", "c": "int"}, {"id": "1", "c": "2"}, ["id"])
+    assert first == ([("id", "int"), ("c", "int")], ("id",), {"id": 1, "c": 2})
+    assert _decoded({"id": "int", "c": "int"}, {"id": "1", "c": "2"}, ["id"]) == first
+    assert _decoded({"id": "int", "c": "int"}, {"id": "1", "c": "2"}, ["c"])[1] == ("c",)
+    assert _decoded({"id": "int", "c": "int"}, {"c": "2", "id": "1"}, ["id"])[0] == [
+        ("c", "int"), ("id", "int")]
+    assert _decoded({"id": "int", "c": "varchar(8)"}, {"id": "1", "c": "2"}, ["id"]) == (
+        [("id", "int"), ("c", "varchar")], ("id",), {"id": 1, "c": "2"})
+    assert _decoded({"id": "int", "c": "varchar(8)"}, {"id": "1", "c": "2"}, ["id"],
+                    {"id": 4, "c": 2004}) == (  # sqlType BLOB: binary
+        [("id", "int"), ("c", "varbinary")], ("id",), {"id": 1, "c": b"2"})
+    assert _decoded({"id": "int", "c": "int", "e": "int"}, {"id": "1", "c": "2", "e": "3"},
+                    ["id"])[0] == [("id", "int"), ("c", "int"), ("e", "int")]

@@ -109,12 +109,10 @@ def _rows(document: dict[str, Any], *, kind: EventKind, index: int, commit_ts: i
     pk_names = document.get("pkNames") or []
     if not isinstance(pk_names, list) or not all(isinstance(n, str) for n in pk_names):
         raise MessageFormatError("`pkNames` must be a list of column names", field="pkNames")
-    sql_items = tuple(sql_types.items()) if isinstance(sql_types, dict) else None
     events = []
     for position, row in enumerate(data):
-        types, definition = _shape(_Shape(schema, table, tuple(row),
-                                          tuple(mysql_types.items()), sql_items,
-                                          tuple(pk_names)))
+        types, definition = _shape_of(schema, table, row=row, mysql_types=mysql_types,
+                                      sql_types=sql_types, pk_names=pk_names)
         after = typed_row(row, types, where=f"data/{position}")
         if kind is EventKind.DELETE:
             events.append(ChangeEvent(kind, schema, table, commit_ts, index, old_row=after))
@@ -156,7 +154,32 @@ class _Shape(NamedTuple):
     pk_names: tuple[str, ...]
 
 
-def _shape(shape: _Shape) -> tuple[dict[str, ColumnType], TableDefinition]:
+_Derived = tuple[dict[str, ColumnType], TableDefinition]
+
+# Per table, the last shape seen and what it derived: a table's messages repeat it, and
+# comparing the message's own dicts with the last ones (equal strings, hashes already known)
+# costs less than building and hashing the `_Shape` key of every row.
+_LAST: dict[tuple[str, str], tuple[list[str], Any, Any, list[str], _Derived]] = {}
+
+
+def _shape_of(schema: str, table: str, *, row: dict[str, Any], mysql_types: dict[str, Any],
+              sql_types: Any, pk_names: list[str]) -> _Derived:
+    """`_shape` of a row of `schema`.`table` (`sql_types`: the message's ``sqlType``, any
+    JSON value)."""
+    columns, last = list(row), _LAST.get((schema, table))
+    if (last is not None and last[0] == columns and last[1] == mysql_types
+            and last[2] == sql_types and last[3] == pk_names):
+        return last[4]
+    sql_items = tuple(sql_types.items()) if isinstance(sql_types, dict) else None
+    derived = _shape(_Shape(schema, table, tuple(columns), tuple(mysql_types.items()),
+                            sql_items, tuple(pk_names)))
+    if len(_LAST) >= 1024:
+        _LAST.clear()
+    _LAST[(schema, table)] = (columns, mysql_types, sql_types, pk_names, derived)
+    return derived
+
+
+def _shape(shape: _Shape) -> _Derived:
     """The row's column types and the table definition they imply. A table's messages repeat
     the same columns, types and key, so these are derived once per distinct shape (the
     result is shared: never modified)."""
@@ -166,7 +189,7 @@ def _shape(shape: _Shape) -> tuple[dict[str, ColumnType], TableDefinition]:
         return _derive_shape(shape)
 
 
-def _derive_shape(shape: _Shape) -> tuple[dict[str, ColumnType], TableDefinition]:
+def _derive_shape(shape: _Shape) -> _Derived:
     sql_types = None if shape.sql_types is None else dict(shape.sql_types)
     types, missing = _types(shape.columns, mysql_types=dict(shape.mysql_types),
                             sql_types=sql_types)
