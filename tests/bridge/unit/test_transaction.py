@@ -65,9 +65,11 @@ def test_a_full_local_queue_is_drained_then_produced_again() -> None:
 def test_a_failed_offset_commit_aborts_the_transaction() -> None:
     producer = FakeProducer(fail={"send_offsets_to_transaction": kafka_exception()})
     tx, _health = transaction(producer)
+    tx.commit(a_batch(), partitions={"a": 3})  # the offsets are added with the commit
     with pytest.raises(BridgeError, match=r"^a transaction failed and was aborted \(.*\): "
                                           r"nothing of its batch is visible"):
-        tx.commit(a_batch(), partitions={"a": 3})
+        tx.finish()
+    assert producer.named("commit_transaction") == []
     assert producer.named("abort_transaction") == [(8.0,)]
     assert tx.in_flight is None and tx.metrics.registry.get_sample_value(
         "flatavro_bridge_transaction_aborts_total") == 1
@@ -99,10 +101,11 @@ def test_a_fenced_producer_stops_and_starts_no_new_one() -> None:
     tx = Transaction(opts, clients=KafkaClients(made.admin, made.consumer, producer,
                                                 renew=lambda: renewed.append(FakeProducer())),
                      health=KafkaHealth(opts), metrics=BridgeMetrics())
+    tx.commit(a_batch(), partitions={"a": 3})
     with pytest.raises(BridgeError, match=r"^a transaction failed and was aborted \(.*\): "
                                           r"nothing of its batch is visible; restart the "
                                           r"bridge"):
-        tx.commit(a_batch(), partitions={"a": 3})
+        tx.finish()
     assert renewed == []
     tx.shutdown()
 
