@@ -37,7 +37,6 @@ import multiprocessing
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,6 +51,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.bench_row_codec import rows
+from bench.figures import spread
 from bench.kafka_broker import broker
 from service.bridge.conversion import Conversion, ConversionStep
 from service.bridge.options import BridgeOptions
@@ -304,20 +304,17 @@ def convert_alone(changes: list[tuple[str, int]], registry: Path) -> float:
     step = ConversionStep(options, runtime.converter)
 
     async def convert_all() -> float:
-        await step.convert(records[:BATCH], set_aside=False)
-        start = time.perf_counter()
-        for at in range(0, len(records), BATCH):
-            done = await step.convert(records[at:at + BATCH], set_aside=False)
-            assert isinstance(done, Conversion) and not done.bad
-        return len(records) / (time.perf_counter() - start)
-
-    async def measured() -> float:
         try:
-            return await convert_all()
+            await step.convert(records[:BATCH], set_aside=False)
+            start = time.perf_counter()
+            for at in range(0, len(records), BATCH):
+                done = await step.convert(records[at:at + BATCH], set_aside=False)
+                assert isinstance(done, Conversion) and not done.bad
+            return len(records) / (time.perf_counter() - start)
         finally:
             await runtime.stop()
 
-    return asyncio.run(measured())
+    return asyncio.run(convert_all())
 
 
 def convert_apart(changes: list[tuple[str, int]], registry: Path) -> float:
@@ -365,12 +362,6 @@ def report(name: str, timing: Timing) -> None:
     print(f"{name:<28} {timing.steady:>8,.0f} msg/s steady ({steady:.1f} s from the first "
           f"commit); {timing.wall:,.0f} msg/s wall ({wall:.1f} s, start-up to the first commit "
           f"{timing.first - timing.start:.1f} s)")
-
-
-def spread(values: list[float]) -> str:
-    """The median of `values` and their range: ``0.59 (0.55-0.63)``."""
-    ordered = sorted(values)
-    return f"{statistics.median(ordered):.2f} ({ordered[0]:.2f}-{ordered[-1]:.2f})"
 
 
 def measure(bootstrap: str, work: Path, count: int, rounds: int) -> bool:

@@ -18,8 +18,6 @@ import argparse
 import json
 import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import fastavro
@@ -29,6 +27,7 @@ from pyspark.sql import types as T
 from pyspark.sql.avro.functions import from_avro
 
 from bench.bench_row_codec import DDL, rows
+from bench.figures import spread, timed
 from service.core.ddl import table_from_ddl
 from service.core.framing import frame
 from service.core.record_codec import RecordCodec
@@ -79,16 +78,6 @@ def rows_of(count: int) -> list[dict[str, object]]:
     return [dict(r, id=i) for i, r in enumerate(out[:count])]
 
 
-def seconds(work: Callable[[], None]) -> float:
-    start = time.perf_counter()
-    work()
-    return time.perf_counter() - start
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
-
-
 def noop(df: DataFrame) -> None:
     df.write.format("noop").mode("overwrite").save()
 
@@ -136,7 +125,7 @@ def main() -> None:
     timings: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):  # interleaved: a slow moment of the machine hits every side
         for name, work_ in runs.items():
-            timings[name].append(seconds(work_))
+            timings[name].append(timed(work_))
     parsed = fastavro.parse_schema(json.loads(writer))
 
     @F.udf(returnType=T.StringType())
@@ -147,7 +136,7 @@ def main() -> None:
 
     udf_rows = single.limit(UDF_RECORDS).cache()
     udf_rows.count()
-    udf = seconds(lambda: noop(udf_rows.select(python_decode("body"))))
+    udf = timed(lambda: noop(udf_rows.select(python_decode("body"))))
     for name, times in timings.items():
         rates = [total / t for t in times]
         print(f"{name:<42} {statistics.median(rates):>12,.0f} rec/s "

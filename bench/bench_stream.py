@@ -43,7 +43,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -54,11 +54,12 @@ import pyarrow as pa
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQueryListener
 
 from bench.bench_row_codec import DDL, rows
+from bench.figures import timed
 from bench.kafka_broker import broker, free_port
 from service.core.framing import frame
 from service.core.record_codec import RecordCodec
@@ -66,6 +67,7 @@ from spark_jobs import bulk_read_job as bulk_read
 from spark_jobs.config import JobConfig, StreamConfig, Trigger
 from spark_jobs.session import build_session
 from spark_jobs.stream_job import run
+from spark_jobs.transforms import last_change_per_key
 from tests.support.cluster import SparkCluster
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,12 +184,6 @@ class Progress(StreamingQueryListener):
         return sum(b.get(name, 0) for b in self.batches) / 1000
 
 
-def timed(work: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    work()
-    return time.perf_counter() - start
-
-
 def stream_config(topic: Topic, work: Path, per_trigger: int, **more: Any) -> StreamConfig:
     return StreamConfig(**{"topic": topic.name, "bootstrap_servers": topic.bootstrap,
                            "service_url": topic.url, "trigger": Trigger(available_now=True),
@@ -218,12 +214,11 @@ def merge_batches(spark: SparkSession, decoded: DataFrame, topic: Topic, path: s
     and cached before each timed MERGE, into a fresh table."""
     new_table(spark, path, decoded.select(*topic.columns), deletion_vectors=deletion_vectors)
     share, seconds = per_trigger // PARTITIONS, 0.0
-    last = Window.partitionBy("id").orderBy(F.col("_partition").desc(), F.col("_offset").desc())
     top = decoded.agg(F.max("_offset")).first()
     assert top is not None
     for number in range(int(top[0]) // share + 1):
-        batch = decoded.where(F.floor(F.col("_offset") / share) == number).withColumn(
-            "_rank", F.row_number().over(last)).where("_rank = 1").cache()
+        batch = last_change_per_key(decoded.where(F.floor(F.col("_offset") / share) == number),
+                                    ["id"]).cache()
         batch.count()
         seconds += bare_merge(spark, path, batch, topic.columns)
         batch.unpersist()
@@ -388,8 +383,8 @@ def merge_floor(spark: SparkSession, topic: Topic, work: Path, first_id: int) ->
         "_op", F.lit("upsert")).cache()
     seconds = []
     for round_ in range(LATENCY_MERGES):
-        batch = like.withColumn("id", F.col("id") * 0 + first_id + LATENCY_CHANGES
-                                + round_ * size + F.monotonically_increasing_id()).cache()
+        batch = like.withColumn("id", F.lit(first_id + LATENCY_CHANGES + round_ * size)
+                                + F.monotonically_increasing_id()).cache()
         batch.count()
         seconds.append(bare_merge(spark, path, batch, topic.columns))
         batch.unpersist()
