@@ -66,7 +66,7 @@ class Bridge:
         self.transaction = Transaction(options, clients=self.clients, health=self.health,
                                        watchdog=self.watchdog,
                                        metrics=self.metrics)
-        self.progress = Progress(metrics=self.metrics, consumer=self.clients.consumer,
+        self.progress = Progress(metrics=self.metrics, consumer=lambda: self.clients.consumer,
                                  every=options.progress_seconds)
         self.membership = Membership(options, clients=self.clients, clock=clock,
                                      revoked=self._revoked)
@@ -251,5 +251,5 @@ class Bridge:
         Raises:
             BridgeError: the bridge cannot make a new consumer.
         """
-        self.queues.drop(list(self.queues.queues))
-        self.progress.consumer = self.membership.rejoin(why)
+        self.queues.clear()
+        self.membership.rejoin(why)

@@ -61,8 +61,8 @@ class Membership:
                     f"{self.options.broker_timeout:g} s")
         return None
 
-    def rejoin(self, why: str) -> Consumer:
-        """Leave the group and join it again with a new consumer (returned), which starts at
+    def rejoin(self, why: str) -> None:
+        """Leave the group and join it again with a new consumer, which starts at
         the committed offsets. Not a seek: a seek on partitions whose assignment was lost
         started a fetch that librdkafka (2.16) delivered after the next assignment, next to
         the one from the committed offsets (seen in a broker restart: a batch committed
@@ -81,7 +81,6 @@ class Membership:
         self.clients.consumer = renew()
         self.lost, self.assigned_at = False, None
         self.join()
-        return self.clients.consumer
 
     def leave(self) -> None:
         """Leave the group now, so the others rebalance at once; bounded, since librdkafka's

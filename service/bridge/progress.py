@@ -4,6 +4,8 @@ lag per partition)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from confluent_kafka import Consumer
 
 from service.bridge.batch import Batch
@@ -16,7 +18,9 @@ __all__ = ["Progress"]
 class Progress:
     """Totals and metrics of committed batches, and the periodic progress line."""
 
-    def __init__(self, *, metrics: BridgeMetrics, consumer: Consumer, every: float) -> None:
+    def __init__(self, *, metrics: BridgeMetrics, consumer: Callable[[], Consumer],
+                 every: float) -> None:
+        """`consumer` gives the bridge's consumer of the moment (a new one after a rejoin)."""
         self.metrics, self.consumer, self.every = metrics, consumer, every
         self.totals = {"converted": 0, "dead-lettered": 0, "skipped": 0}
         self.since = 0.0  # when the last progress line was written (or the run started)
@@ -55,10 +59,10 @@ class Progress:
 
     def report(self, rate: float, *, pending: int) -> None:
         """Log the rate, totals, pending count and lag per assigned partition."""
-        lag = []
-        for tp in self.consumer.assignment():
-            position = self.consumer.position([tp])[0].offset
-            _low, high = self.consumer.get_watermark_offsets(tp, cached=True)
+        lag, consumer = [], self.consumer()
+        for tp in consumer.assignment():
+            position = consumer.position([tp])[0].offset
+            _low, high = consumer.get_watermark_offsets(tp, cached=True)
             if position >= 0 and high >= 0:
                 self.metrics.lag.labels(str(tp.partition)).set(high - position)
                 lag.append(f"p{tp.partition}={high - position}")

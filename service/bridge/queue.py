@@ -79,6 +79,11 @@ class PartitionQueues:
         if self.held_since.get(partition, (-1, 0.0))[0] != first:
             self.held_since[partition] = (first, self.clock())
 
+    def clear(self) -> None:
+        """Forget every queued message (a new consumer reads them again from the committed
+        offsets)."""
+        self.drop(list(self.queues))
+
     def drop(self, partitions: Iterable[int]) -> None:
         """Forget partitions this copy no longer owns (the next owner reads them again from
         the committed offsets)."""

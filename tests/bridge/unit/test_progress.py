@@ -18,7 +18,7 @@ def sample(metrics: BridgeMetrics, name: str, **labels: str) -> float | None:
 
 def test_a_committed_batch_is_counted_in_totals_and_metrics() -> None:
     metrics = BridgeMetrics()
-    progress = Progress(metrics=metrics, consumer=FakeConsumer(), every=5.0)
+    progress = Progress(metrics=metrics, consumer=FakeConsumer, every=5.0)
     batch = Batch(outputs=[(output("a", 0), 0), (output("a", 1), 0)],
                   dead=[(record(0, 3), "bad")], sources=4,
                   skipped=[Skipped(2, EventKind.WATERMARK, None, None, 9, "w")])
@@ -36,7 +36,7 @@ def test_the_progress_line_comes_every_period_with_rate_and_lag(
         capsys: pytest.CaptureFixture[str]) -> None:
     metrics = BridgeMetrics()
     consumer = FakeConsumer(assigned=[0, 1], positions={0: 10, 1: 4}, highs={0: 15, 1: -1})
-    progress = Progress(metrics=metrics, consumer=consumer, every=5.0)
+    progress = Progress(metrics=metrics, consumer=lambda: consumer, every=5.0)
     progress.restart(100.0)
     progress.tick(30, now=102.0, pending=0)
     assert capsys.readouterr().err == ""
@@ -50,14 +50,14 @@ def test_the_progress_line_comes_every_period_with_rate_and_lag(
 
 
 def test_no_assignment_shows_no_lag(capsys: pytest.CaptureFixture[str]) -> None:
-    progress = Progress(metrics=BridgeMetrics(), consumer=FakeConsumer(), every=1.0)
+    progress = Progress(metrics=BridgeMetrics(), consumer=FakeConsumer, every=1.0)
     progress.report(1234.4, pending=0)
     assert capsys.readouterr().err.endswith("1,234 msg/s; converted 0, dead-lettered 0, "
                                             "skipped 0, pending 0, lag -\n")
 
 
 def test_the_summary_gives_the_run_s_totals(capsys: pytest.CaptureFixture[str]) -> None:
-    progress = Progress(metrics=BridgeMetrics(), consumer=FakeConsumer(), every=5.0)
+    progress = Progress(metrics=BridgeMetrics(), consumer=FakeConsumer, every=5.0)
     progress.committed(Batch(outputs=[(output("a", 0), 0)], dead=[(record(0, 1), "bad")],
                              sources=2, skipped=[]))
     progress.summary()
