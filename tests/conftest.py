@@ -7,13 +7,16 @@ skipped. Also the hook marking each test with the parts it needs."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.cluster import SparkCluster
+from tests.support.cluster import TEST_DEFAULTS, SparkCluster
 from tests.support.parts import (
     Apicurio,
     Broker,
@@ -32,11 +35,39 @@ _FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
                "test_object_store_settings.py": None, "test_preflight.py": None}
 
 
-_LONG_FILES = {"test_stream_table_health.py": 9, "test_cluster.py": 6,
-               "test_stream_recovery.py": 4, "test_object_store.py": 4,
-               "test_secured_kafka.py": 2, "test_stream.py": 2, "test_stream_metrics.py": 1,
-               "test_broker_restarts.py": 3}
-"""Files that take minutes (minutes on a quiet 2-core machine, roughly), longest first."""
+_LONG_FILES = {"test_cluster.py": 10, "test_stream_recovery.py": 9, "test_object_store.py": 6,
+               "test_stream_table_health.py": 4, "test_broker_restarts.py": 3,
+               "test_bridge_protocols.py": 2.3, "test_readme_streaming.py": 2.1,
+               "test_bridge_operations.py": 2.1, "test_bulk_read.py": 1.7,
+               "test_stream.py": 1.4, "test_secured_kafka.py": 1.3,
+               "test_deletion_vectors.py": 1}
+"""Files that take a minute or more: their minutes in a full `make test` (both workers busy,
+measured with per-file wall times per worker), roughly; longest first."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every Spark JVM the tests start in local mode (the `spark` session, and the jobs run as
+    ``python -m spark_jobs...`` subprocesses, which inherit the environment) reads the test
+    spark-defaults.conf the cluster's jobs read (TEST_DEFAULTS: the C1 JIT alone), unless the
+    caller set SPARK_CONF_DIR. The brokers deploy/kafka starts get the same JIT (and the serial
+    collector) through KAFKA_JVM_PERFORMANCE_OPTS."""
+    os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    if "SPARK_CONF_DIR" not in os.environ:
+        conf = Path(tempfile.mkdtemp(prefix="flatavro-spark-conf-"))
+        (conf / "spark-defaults.conf").write_text(TEST_DEFAULTS)
+        os.environ["SPARK_CONF_DIR"] = str(conf)
+        config.add_cleanup(lambda: shutil.rmtree(conf, ignore_errors=True))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` (the Makefile's) spreads the files as tests/support/scheduling.py
+    explains: a worker busy with a long file queues a short one behind it, not a long one."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.support.scheduling import LongFilesLast
+
+    return LongFilesLast(config, log, minutes=_LONG_FILES)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

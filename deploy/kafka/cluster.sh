@@ -48,7 +48,12 @@ node_stop() {
 }
 
 cluster_stop() {
+    # Every node is asked to stop at once, then each is waited for: one after another, the
+    # last node left without a quorum waits out its controlled shutdown (60 s, then SIGKILL).
     local data=$1 node
+    for node in "$data"/node-*; do
+        [[ -f "$node/kafka.pid" ]] && { kill "$(cat "$node/kafka.pid")" 2>/dev/null || true; }
+    done
     for node in "$data"/node-*; do
         [[ -d "$node" ]] && stop_pidfile "$node/kafka.pid" 60
     done
@@ -74,8 +79,9 @@ EOF
 }
 
 _node_launch() {
-    local dir=$1
-    nohup java -cp "$cache/kafka/*" -Xms256m -Xmx512m -Dkafka.logs.dir="$dir" \
+    local dir=$1 performance_opts
+    read -r -a performance_opts <<< "${KAFKA_JVM_PERFORMANCE_OPTS:-}"
+    nohup java -cp "$cache/kafka/*" -Xms256m -Xmx512m "${performance_opts[@]}" -Dkafka.logs.dir="$dir" \
         -Dlog4j.configuration="file:$here/log4j.properties" kafka.Kafka "$dir/server.properties" \
         > "$dir/stdout.log" 2>&1 &
     echo "$!" > "$dir/kafka.pid"

@@ -12,7 +12,9 @@
 #       BASE_PORT+2, ... (controllers one above each); prints the bootstrap list
 #   deploy/kafka/kafka.sh stop-node DATA_DIR I | start-node DATA_DIR I   restart node I
 #   deploy/kafka/kafka.sh stop-cluster DATA_DIR
-# The jars come from deploy/jvm/fetch.sh kafka (fetched when missing).
+# The jars come from deploy/jvm/fetch.sh kafka (fetched when missing). KAFKA_JVM_PERFORMANCE_OPTS
+# (the name Kafka's own kafka-run-class.sh reads for JIT and GC flags) is added to every JVM
+# the script starts; the tests set it to the C1 JIT alone and the serial collector.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib/service.sh
@@ -51,7 +53,9 @@ EOF
         secure_profile "$data" "$port" "$controller"
     fi
     classpath="$cache/kafka/*"
-    java_opts=(-Xms256m -Xmx512m -Dkafka.logs.dir="$data" -Dlog4j.configuration="file:$here/log4j.properties")
+    read -r -a performance_opts <<< "${KAFKA_JVM_PERFORMANCE_OPTS:-}"
+    java_opts=(-Xms256m -Xmx512m "${performance_opts[@]}" -Dkafka.logs.dir="$data"
+               -Dlog4j.configuration="file:$here/log4j.properties")
     if [[ ! -f "$data/log/meta.properties" ]]; then
         cluster=$(java -cp "$classpath" "${java_opts[@]}" kafka.tools.StorageTool random-uuid)
         java -cp "$classpath" "${java_opts[@]}" kafka.tools.StorageTool format \
