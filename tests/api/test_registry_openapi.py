@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, Phase, settings
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.config import SchemathesisConfig
 from schemathesis.openapi.loaders import from_dict
+from schemathesis.schemas import APIOperation
 
 from service.api.app import create_app
 from service.api.docs.openapi_file import REGISTRY_PATH, registry_document, render
@@ -32,6 +33,7 @@ from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.rest import create_registry_app
 from tests.support.api import KEY, ClientFactory
 from tests.support.harness import ServedApp
+from tests.support.operations import operation_params, run_operation
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_KEYS = AuthDoc(keys=False, protect_reads=False)
@@ -70,6 +72,8 @@ def test_every_served_route_is_documented_and_nothing_else() -> None:
     assert served - documented == set(), "routes of rest.py missing from registry_openapi.py"
     assert documented - served == set(), "documented operations rest.py does not serve"
     assert len(documented) == len(OPERATIONS) == 29
+    tested = [param.id for param in operation_params(from_dict(registry_document()))]
+    assert sorted(tested) == sorted(f"{m.upper()} {p}" for m, p in documented)
 
 
 def _resolve(spec: dict[str, Any], ref: str) -> Any:
@@ -333,10 +337,15 @@ def registry_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve
     app.stop()
 
 
-@registry_schema.parametrize()
-@settings(max_examples=EXAMPLES_PER_OPERATION, derandomize=True, deadline=None,
-          database=None, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=list(HealthCheck))
-def test_the_registry_keeps_its_document(case: schemathesis.Case,
+# One test per operation (tests/support/operations.py: `schema.parametrize()` gives them one
+# node id, and xdist ran one of them).
+@pytest.mark.parametrize("operation", operation_params(registry_schema))
+def test_the_registry_keeps_its_document(operation: APIOperation,
                                          registry_service: ServedApp) -> None:
-    case.call_and_validate(base_url=registry_service.url + "/registry", checks=CHECKS_RUN)
+    @settings(max_examples=EXAMPLES_PER_OPERATION, derandomize=True, deadline=None,
+              database=None, phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    def check(case: schemathesis.Case) -> None:
+        case.call_and_validate(base_url=registry_service.url + "/registry", checks=CHECKS_RUN)
+
+    run_operation(operation, check)
