@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from _pytest.mark import ParameterSet
 from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+from schemathesis.checks import CHECKS, load_all_checks
+from schemathesis.config import SchemathesisConfig
 from schemathesis.core.control import SkipTest
 from schemathesis.core.errors import (
     SERIALIZERS_SUGGESTION_MESSAGE,
@@ -51,6 +53,16 @@ from schemathesis.pytest.warnings import emit_unserializable_payload_warning
 from schemathesis.python._constants.orchestrator import make_constants_value_source
 from schemathesis.schemas import APIOperation, BaseSchema
 
+load_all_checks()
+ALL_CHECKS = [c for c in CHECKS.get_all() if callable(c) and not isinstance(c, type)]
+"""Every registered Schemathesis check (the service documents' runs)."""
+# positive_data_acceptance: 422 is the documented answer to a body that fits the document
+# but not the facts it cannot state (a DDL that does not parse, a value that does not fit its
+# column, a message that is not Confluent-framed, a table given neither as `table` nor `ddl`).
+# Every other status still fails the check.
+SERVICE_CONFIG = SchemathesisConfig.from_dict({"checks": {"positive_data_acceptance": {
+    "expected-statuses": ["2xx", "401", "403", "404", "409", "422", "429", "5xx"]}}})
+"""The config of the service documents' runs (plain and keyed)."""
 NO_OPERATIONS = "no operations"
 
 
