@@ -65,9 +65,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     explains: a worker busy with a long file queues a short one behind it, not a long one."""
     if config.getvalue("dist") != "loadfile":
         return None
-    from tests.support.scheduling import LongFilesLast
+    from tests.support.scheduling import ShortFileBehindLong
 
-    return LongFilesLast(config, log, minutes=_LONG_FILES)
+    return ShortFileBehindLong(config, log, minutes=_LONG_FILES)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from tests.support.scheduling import LongFilesLast
+from tests.support.scheduling import ShortFileBehindLong
 
 MINUTES = {"test_long_a.py": 9, "test_long_b.py": 5}
 FILES = {"t/test_long_a.py": 1, "t/test_long_b.py": 2, "t/test_mid.py": 3, "t/test_tiny.py": 1}
@@ -38,8 +38,8 @@ def ids() -> list[str]:
     return [f"{file}::test_{n}" for file, count in FILES.items() for n in range(count)]
 
 
-def started() -> tuple[LongFilesLast, Worker, Worker]:
-    scheduler = LongFilesLast(Config(2), minutes=MINUTES)
+def started() -> tuple[ShortFileBehindLong, Worker, Worker]:
+    scheduler = ShortFileBehindLong(Config(2), minutes=MINUTES)
     first, second = Worker("gw0"), Worker("gw1")
     for worker in (first, second):
         scheduler.add_node(worker)
@@ -48,7 +48,7 @@ def started() -> tuple[LongFilesLast, Worker, Worker]:
     return scheduler, first, second
 
 
-def files(scheduler: LongFilesLast, worker: Worker) -> list[str]:
+def files(scheduler: ShortFileBehindLong, worker: Worker) -> list[str]:
     return list(scheduler.assigned_work[worker])
 
 
@@ -65,7 +65,7 @@ def test_a_worker_on_a_long_file_queues_the_shortest_and_a_free_one_takes_the_lo
 
 
 def test_a_worker_on_a_short_file_takes_the_longest_left() -> None:
-    scheduler = LongFilesLast(Config(1), minutes={})
+    scheduler = ShortFileBehindLong(Config(1), minutes={})
     worker = Worker("gw0")
     scheduler.add_node(worker)
     scheduler.add_node_collection(worker, ids())

@@ -20,7 +20,7 @@ from typing import Any
 from xdist.scheduler import LoadFileScheduling
 
 
-class LongFilesLast(LoadFileScheduling):
+class ShortFileBehindLong(LoadFileScheduling):
     """`--dist loadfile` with the prefetch rule above; `minutes` gives each long file's
     rough duration by file name (the rest count as short)."""
 
@@ -40,9 +40,9 @@ class LongFilesLast(LoadFileScheduling):
             node.shutdown()
             return
         assigned = self.assigned_work[node]
-        pending = [scope for scope, tests in assigned.items() if not all(tests.values())]
         if self._pending_of(assigned) > 1:
             return
+        pending = [scope for scope, tests in assigned.items() if not all(tests.values())]
         if pending and self._long(pending[-1]) and len(self.workqueue) > 1:
             self.workqueue.move_to_end(next(reversed(self.workqueue)), last=False)
         self._assign_work_unit(node)
