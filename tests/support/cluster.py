@@ -4,7 +4,6 @@ Master and Workers of one core each, their logs and work directories under one f
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -15,46 +14,38 @@ from typing import Any
 
 import httpx
 
+from tests.support import jvm_archive
 from tests.support.harness import free_port
+from tests.support.jvm_archive import spark_home
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 START_SECONDS = 120
 TEST_DEFAULTS = """\
-# The cluster's spark-defaults.conf, read by every job started with SparkCluster.env:
-# short-lived JVMs on 2 cores spend less on the C1 JIT alone (a bulk read 34 s -> 21 s here),
-# and on one machine every executor is as local as another.
-spark.driver.extraJavaOptions -XX:TieredStopAtLevel=1
-spark.executor.extraJavaOptions -XX:TieredStopAtLevel=1
+# The cluster's Spark settings, given to every job started with SparkCluster.env: on one
+# machine every executor is as local as another. (Every JVM of the cluster runs the C1 JIT
+# alone, with the class-data archive when there is one: tests/support/jvm_archive.py.)
 spark.locality.wait 0
 """
 
 
-def spark_home() -> Path:
-    """The venv's pyspark folder (bin/spark-class, jars/), found without importing pyspark."""
-    spec = importlib.util.find_spec("pyspark")
-    assert spec is not None and spec.origin is not None, "pyspark is not installed"
-    return Path(spec.origin).parent
-
-
 class SparkCluster:
     """A running standalone cluster: `url` (``spark://127.0.0.1:<port>``) for ``--master``,
-    `env` for the jobs' processes (the cluster's conf/spark-defaults.conf, loopback only), the
+    `env` for the jobs' processes (the cluster's Spark settings, loopback only), the
     master's JSON at `web_url`, one `worker-<n>/` work directory per worker (each executor's
     stdout/stderr under ``<app-id>/<executor-id>/``)."""
 
     def __init__(self, base: Path, *, workers: int = 2, memory: str = "1g",
-                 defaults: str = TEST_DEFAULTS) -> None:
+                 defaults: str = TEST_DEFAULTS, c1_jit: bool = True) -> None:
         """Start a master and `workers` workers (1 core, `memory` each) in `base`, with
-        `defaults` as the jobs' spark-defaults.conf; fail loudly (never skip) when they are
-        not all up within START_SECONDS."""
+        `defaults` (spark-defaults.conf lines) as the jobs' settings and every JVM on the C1
+        JIT alone unless `c1_jit` is false (jvm_archive.cluster_env); fail loudly (never skip)
+        when they are not all up within START_SECONDS."""
         self.base, self.memory = base, memory
         self.port, self.web_port = free_port(), free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.web_url = f"http://127.0.0.1:{self.web_port}"
-        (base / "conf").mkdir(parents=True, exist_ok=True)
-        (base / "conf" / "spark-defaults.conf").write_text(defaults)
-        self.env = {**os.environ, "SPARK_CONF_DIR": str(base / "conf"),
+        self.env = {**os.environ, **jvm_archive.cluster_env(defaults, c1_jit=c1_jit),
                     "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1"}
         self.master = self._spawn("master", MASTER_CLASS, "--host", "127.0.0.1", "--port",
                                   str(self.port), "--webui-port", str(self.web_port))
@@ -72,7 +63,8 @@ class SparkCluster:
         starts), its output in ``<name>.log``."""
         home = spark_home()
         env = {**self.env, "SPARK_HOME": str(home), "SPARK_DAEMON_MEMORY": "512m",
-               "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+               "SPARK_DAEMON_JAVA_OPTS": " ".join(
+                   ["-XX:+UseSerialGC", *jvm_archive.jvm_options()]),
                "SPARK_LOCAL_DIRS": str(self.base / f"{name}-tmp")}
         with (self.base / f"{name}.log").open("ab") as log:
             return subprocess.Popen([str(home / "bin" / "spark-class"), main_class, *args],

@@ -1,0 +1,60 @@
+"""The tests' class-data archive (tests/support/jvm_archive.py) is really used: a driver
+started with the tests' settings maps it without a class-path mismatch (Java would otherwise
+start without it, silently), and a cluster's settings reach its jobs as properties."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support import jvm_archive
+from tests.support.parts import ROOT
+
+SESSION = ("from spark_jobs.session import build_session\n"
+           "spark = build_session('archive-check', 'local[1]')\n"
+           "assert spark.range(3).count() == 3\n"
+           "spark.stop()\n")
+
+
+def test_a_local_driver_maps_the_archive(tmp_path: Path) -> None:
+    archive = jvm_archive.build()
+    log = tmp_path / "cds.log"
+    env = {**os.environ, **jvm_archive.driver_env()}
+    env["SPARK_SUBMIT_OPTS"] += f" -Xlog:cds=info:file={log}"
+    done = subprocess.run([sys.executable, "-c", SESSION], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = log.read_text()
+    assert f"Opened archive {archive}." in text, text[-3000:]
+    assert "mismatch" not in text, text[-3000:]
+
+
+def test_a_conf_folder_with_a_file_in_it_loses_the_archive(tmp_path: Path) -> None:
+    """Why the tests' settings are not in a spark-defaults.conf: the same driver with one in
+    its SPARK_CONF_DIR starts without the archive."""
+    archive = jvm_archive.build()
+    log = tmp_path / "cds.log"
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "spark-defaults.conf").write_text("spark.locality.wait 0\n")
+    env = {**os.environ, **jvm_archive.driver_env(), "SPARK_CONF_DIR": str(tmp_path / "conf")}
+    env["SPARK_SUBMIT_OPTS"] += f" -Xlog:cds=info:file={log}"
+    done = subprocess.run([sys.executable, "-c", SESSION], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = log.read_text()
+    assert f"Opened archive {archive}." in text and "shared class paths mismatch" in text, \
+        text[-3000:]
+
+
+def test_cluster_settings_become_properties_and_executors_get_the_archive() -> None:
+    env = jvm_archive.cluster_env("# comment\nspark.locality.wait 0\n"
+                                  "spark.executor.extraJavaOptions -Xss4m\n"
+                                  "spark.driver.extraJavaOptions -Xss8m\n")
+    archive = f"-XX:SharedArchiveFile={jvm_archive.build()}"
+    assert env["SPARK_CONF_DIR"] == str(jvm_archive.conf_dir())
+    assert not any(jvm_archive.conf_dir().iterdir())
+    assert env["SPARK_SUBMIT_OPTS"] == (
+        f'{jvm_archive.C1_JIT} {archive} -Xss8m "-Dspark.locality.wait=0" '
+        f'"-Dspark.executor.extraJavaOptions=-Xss4m {jvm_archive.C1_JIT} {archive}"')
