@@ -14,7 +14,8 @@ from spark_jobs import kafka_check, sources
 from spark_jobs.bad_messages import triaged
 from spark_jobs.config import JobConfig
 from spark_jobs.errors import JobError
-from spark_jobs.schemas import TopicVersions, resolve_schemas
+from spark_jobs.registry_source import resolve_schemas
+from spark_jobs.schemas import TopicVersions
 from spark_jobs.transforms import latest_state, with_frames
 
 __all__ = ["run"]

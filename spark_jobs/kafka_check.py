@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from service.bridge.tls_probe import tls_hint
+from service.kafka_client.tls_probe import tls_hint
 from spark_jobs.errors import JobError
 from spark_jobs.kafka_settings import KafkaSettings
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.bridge.errors import KafkaConfigError
-from service.bridge.kafka_settings import client_settings, redacted
+from service.kafka_client.errors import KafkaConfigError
+from service.kafka_client.settings import client_settings, redacted
 from spark_jobs.errors import JobError
 
 __all__ = ["KafkaSettings", "MAPPED", "SAME_NAME", "SPARK_PREFIX"]

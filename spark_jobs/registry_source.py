@@ -11,8 +11,8 @@ the environment, never from argv (so they stay out of ``ps``). ``FLATAVRO_API_KE
 keys of a service run with ``FLATAVRO_API_KEYS`` (and ``FLATAVRO_PROTECT_READS``), is sent as
 the bearer token when no other registry credential is set.
 
-Driver only, imported by `resolve_schemas` when it runs (pydantic-settings and the client are
-never imported on executors). Every failure is one `JobError` line naming the subject and the
+Driver only (the jobs' driver modules import it; pydantic-settings and the client are never
+imported on executors). Every failure is one `JobError` line naming the subject and the
 registry's URL (without credentials).
 """
 
@@ -42,7 +42,7 @@ from spark_jobs.config import SchemaSource
 from spark_jobs.errors import JobError
 from spark_jobs.schemas import SubjectVersions, TopicVersions
 
-__all__ = ["registry_settings", "resolve_from_registry", "API_KEY_VARIABLE",
+__all__ = ["registry_settings", "resolve_schemas", "API_KEY_VARIABLE",
            "EMBEDDED_REGISTRY_PATH"]
 
 API_KEY_VARIABLE = "FLATAVRO_API_KEY"
@@ -106,8 +106,9 @@ def _with_api_key(settings: RegistrySettings) -> RegistrySettings:
     return settings.model_copy(update={"registry_bearer_token": SecretStr(keys[-1])})
 
 
-def resolve_from_registry(source: SchemaSource) -> TopicVersions:
-    """The topic's versions as the registry answers them (see the module's docstring).
+def resolve_schemas(source: SchemaSource) -> TopicVersions:
+    """The topic's versions as its registry answers them: ``--registry-url``, else the
+    service's embedded registry, else ``FLATAVRO_REGISTRY_URL`` (see the module's docstring).
 
     Raises:
         JobError: invalid settings or no registry URL; the registry is unreachable, refuses

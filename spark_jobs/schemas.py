@@ -2,9 +2,8 @@
 topic (the reader schemas) and every registered version of its subjects by id (the writer
 schemas).
 
-Subjects follow TopicNameStrategy through the same `service.core.naming` the service uses.
-`resolve_schemas` reads them with the service's own registry client, in
-`spark_jobs.registry_source`, imported only when it runs (on the driver): this module itself
+`spark_jobs.registry_source.resolve_schemas` reads them on the driver with the service's own
+registry client (subjects follow TopicNameStrategy through `service.core.naming`). This module
 imports only the standard library, so the modules executors may import (`spark_jobs.transforms`
 takes the dataclasses and `for_spark` from here) need no HTTP client or pydantic-settings.
 """
@@ -14,10 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from spark_jobs.config import SchemaSource
-
-__all__ = ["SubjectVersions", "TopicVersions", "resolve_schemas", "for_spark",
-           "SPARK_MAX_DECIMAL_PRECISION"]
+__all__ = ["SubjectVersions", "TopicVersions", "for_spark", "SPARK_MAX_DECIMAL_PRECISION"]
 
 SPARK_MAX_DECIMAL_PRECISION = 38
 """Spark decimals hold at most 38 digits; TiDB's DECIMAL up to 65."""
@@ -61,18 +57,3 @@ class TopicVersions:
     topic: str
     key: SubjectVersions | None
     value: SubjectVersions
-
-
-def resolve_schemas(config: SchemaSource) -> TopicVersions:
-    """Fetch the topic's versions from its registry: ``--registry-url``, else the service's
-    embedded registry (``--service-url`` + ``/registry``), else ``FLATAVRO_REGISTRY_URL``;
-    credentials, TLS, timeout and retries from the ``FLATAVRO_REGISTRY_*`` settings.
-
-    Raises:
-        JobError: the registry is unreachable, refuses the credentials or answers an error, the
-            registry settings are invalid or name no registry, or the topic has no value
-            subject.
-    """
-    from spark_jobs.registry_source import resolve_from_registry
-
-    return resolve_from_registry(config)

@@ -30,7 +30,8 @@ from spark_jobs.bad_messages import triaged
 from spark_jobs.checkpoint_marker import claim_checkpoint
 from spark_jobs.config import Mode, StreamConfig
 from spark_jobs.errors import JobError, one_line
-from spark_jobs.schemas import TopicVersions, resolve_schemas
+from spark_jobs.registry_source import resolve_schemas
+from spark_jobs.schemas import TopicVersions
 from spark_jobs.stream_metrics import StreamMetrics
 from spark_jobs.transforms import header_id, last_change_per_key, with_frames
 

@@ -51,7 +51,7 @@ def test_the_http_layer_imports_neither_the_bridge_nor_the_command_line() -> Non
 
 
 BELOW_HTTP = {"usecases": HTTP_LIBRARIES, "bridge": HTTP_LIBRARIES, "codec": HTTP_LIBRARIES,
-              "cdc": HTTP_LIBRARIES, "core": HTTP_LIBRARIES,
+              "cdc": HTTP_LIBRARIES, "core": HTTP_LIBRARIES, "kafka_client": HTTP_LIBRARIES,
               "registry": ()}  # the embedded registry serves its own REST API (Starlette)
 """Package -> the HTTP frameworks it may not import (besides `service.api` and the CLI)."""
 
@@ -96,3 +96,51 @@ def test_no_test_module_imports_a_conftest() -> None:
     importers = {str(p.relative_to(ROOT)): bad for p in sorted((ROOT / "tests").rglob("*.py"))
                  if (bad := sorted(m for m in _imports(p) if m.split(".")[-1] == "conftest"))}
     assert importers == {}
+
+
+SPARK_JOBS = ROOT / "spark_jobs"
+
+
+def test_the_kafka_client_layer_sits_below_the_bridge_and_the_spark_jobs() -> None:
+    """The bridge and the Spark jobs share the Kafka client settings and the TLS probe from
+    `service.kafka_client`, which imports neither of them; the Spark jobs import nothing of
+    the bridge, the HTTP layer or the command line."""
+    assert _offending(_files("kafka_client"),
+                      forbidden=("service.bridge", "service.usecases", "spark_jobs")) == {}
+    assert _offending(sorted(SPARK_JOBS.rglob("*.py")),
+                      forbidden=("service.bridge", "service.api", "service.cli")) == {}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of `graph` (module -> the modules it imports), or none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> list[str]:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                return [*path[path.index(target):], target]
+            if target not in state and (found := visit(target, [*path, target])):
+                return found
+        state[module] = 2
+        return []
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module, [module])):
+            return found
+    return []
+
+
+def test_the_spark_jobs_have_no_import_cycle() -> None:
+    """Function-level imports count too: an import put off until a call is still a cycle."""
+    paths = sorted(SPARK_JOBS.rglob("*.py"))
+    modules = {_module(p): p for p in paths}
+    graph = {name: {m for m in _imports(path) if m in modules and m != name}
+             for name, path in modules.items()}
+    assert _cycle(graph) == []
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]

@@ -12,10 +12,10 @@ from typing import Any, cast
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from service.bridge.errors import KafkaConfigError
-from service.bridge.kafka_settings import redacted
 from service.bridge.options import BridgeOptions
 from service.bridge.watchdog import Watchdog
+from service.kafka_client.errors import KafkaConfigError
+from service.kafka_client.settings import redacted
 
 __all__ = ["KafkaClients", "finished_within", "kafka_clients", "watched"]
 

@@ -3,7 +3,8 @@ the bridge."""
 
 from __future__ import annotations
 
-from service.core.errors import InvalidInputError, ServiceError
+from service.core.errors import ServiceError
+from service.kafka_client.errors import KafkaConfigError
 
 __all__ = ["BridgeError", "BridgeStopped", "KafkaConfigError", "TransactionAborted"]
 
@@ -18,12 +19,6 @@ class TransactionAborted(BridgeError):
     """A transaction failed and was aborted (a broker restarting under it, say): nothing of
     its batch is visible, and the bridge converts its messages again from the last committed
     offsets."""
-
-
-class KafkaConfigError(InvalidInputError):
-    """A Kafka client setting (a --kafka-config line, a FLATAVRO_KAFKA_* variable) is bad."""
-
-    code = "invalid_kafka_config"
 
 
 class BridgeStopped(BridgeError):

@@ -10,10 +10,10 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from confluent_kafka.admin import AdminClient
 
 from service.bridge.errors import BridgeError
-from service.bridge.kafka_settings import redacted
 from service.bridge.log import log
 from service.bridge.options import BridgeOptions
 from service.bridge.source import SourceRecord
+from service.kafka_client.settings import redacted
 
 __all__ = ["FATAL_CODES", "KafkaHealth"]
 

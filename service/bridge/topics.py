@@ -13,7 +13,7 @@ from service.bridge.errors import BridgeError
 from service.bridge.health import KafkaHealth
 from service.bridge.log import log
 from service.bridge.options import BridgeOptions
-from service.bridge.tls_probe import tls_hint
+from service.kafka_client.tls_probe import tls_hint
 
 __all__ = ["Topics"]
 

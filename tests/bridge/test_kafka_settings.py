@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from service.bridge.clients import finished_within
-from service.bridge.errors import KafkaConfigError
-from service.bridge.kafka_settings import kafka_settings, redacted
+from service.bridge.kafka_settings import kafka_settings
+from service.kafka_client.errors import KafkaConfigError
+from service.kafka_client.settings import redacted
 
 
 def test_variables_then_the_file_over_them(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.rest import create_registry_app
 from spark_jobs.config import JobConfig, parse_args, parse_stream_args
 from spark_jobs.errors import JobError
-from spark_jobs.schemas import resolve_schemas
+from spark_jobs.registry_source import resolve_schemas
 from tests.support.harness import ServedApp, free_port
 
 USER, PASSWORD = "job", "s3cret-pw"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from service.bridge.tls_probe import tls_hint
+from service.kafka_client.tls_probe import tls_hint
 from tests.support.harness import free_port
 
 
