@@ -32,11 +32,11 @@ from service.core.ddl import table_from_ddl
 from service.core.framing import frame
 from service.core.record_codec import RecordCodec
 from service.core.schema import generate_schemas
-from spark_jobs.bad_messages import triaged
-from spark_jobs.config import Mode
-from spark_jobs.schemas import SubjectVersions, TopicVersions
+from spark_jobs.decoding.bad_messages import triaged
+from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions
+from spark_jobs.decoding.transforms import with_frames
 from spark_jobs.session import build_session
-from spark_jobs.transforms import with_frames
+from spark_jobs.settings.config import Mode
 
 DISTINCT = 10_000
 UDF_RECORDS = 100_000

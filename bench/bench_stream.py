@@ -7,7 +7,7 @@ for a 3-partition topic. N changes (default 1,000,000) are encoded in this proce
 + frame, the registered ids) and produced by key (partition id % 3): 80% inserts of new keys,
 15% updates and 5% deletes (tombstones) of live keys drawn uniformly from all earlier ones (so
 every micro-batch touches rows all over the table). A smaller topic goes through every step
-first, untimed, to warm the JVM. Then, timed: (a) `spark_jobs.stream_job.run`, available-now,
+first, untimed, to warm the JVM. Then, timed: (a) `spark_jobs.jobs.stream.run`, available-now,
 250,000 offsets per micro-batch, from an empty table and checkpoint (wall clock, start-up
 included), the table with deletion vectors (the stream's default; `--deletion-vectors off`
 for copy-on-write MERGE, to compare); (b) bulk_read of the same topic into Parquet (decode
@@ -63,11 +63,11 @@ from bench.figures import timed
 from bench.kafka_broker import broker, free_port
 from service.core.framing import frame
 from service.core.record_codec import RecordCodec
-from spark_jobs import bulk_read_job as bulk_read
-from spark_jobs.config import JobConfig, StreamConfig, Trigger
+from spark_jobs.decoding.transforms import last_change_per_key
+from spark_jobs.jobs import bulk_read
+from spark_jobs.jobs.stream import run
 from spark_jobs.session import build_session
-from spark_jobs.stream_job import run
-from spark_jobs.transforms import last_change_per_key
+from spark_jobs.settings.config import JobConfig, StreamConfig, Trigger
 from tests.support.cluster import SparkCluster
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -36,9 +36,9 @@ from deltalake.exceptions import TableNotFoundError
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spark_jobs.bulk_read_job import run  # noqa: E402
-from spark_jobs.config import JobConfig  # noqa: E402
+from spark_jobs.jobs.bulk_read import run  # noqa: E402
 from spark_jobs.session import build_session  # noqa: E402
+from spark_jobs.settings.config import JobConfig  # noqa: E402
 
 TOPIC = "tidb_shop_orders"
 DDL_V1 = ("CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, sku VARCHAR(32) NOT NULL, "

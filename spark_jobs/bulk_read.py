@@ -1,5 +1,5 @@
 """``python -m spark_jobs.bulk_read``: a flat-avro topic (Kafka or a dump) -> typed Parquet or a
-Delta table (the job itself: `spark_jobs.bulk_read_job`). See ``--help``; errors are one line
+Delta table (the job itself: `spark_jobs.jobs.bulk_read`). See ``--help``; errors are one line
 on stderr and exit code 2, with no output left behind.
 
 The command line imports no pyspark: ``--help`` works where only the service is installed, and
@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from spark_jobs import kafka_check
-from spark_jobs.config import JobConfig, parse_args
 from spark_jobs.session import run_job
+from spark_jobs.settings.config import JobConfig, parse_args
+from spark_jobs.sources import kafka_check
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = parse_args(argv)
 
     def work(spark: SparkSession) -> None:
-        from spark_jobs.bulk_read_job import run
+        from spark_jobs.jobs.bulk_read import run
 
         run(spark, config)
 

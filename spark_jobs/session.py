@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spark_jobs import object_store
 from spark_jobs.errors import JobError, one_line
+from spark_jobs.settings import object_store
 
 if TYPE_CHECKING:  # imported where a session is built: the checks run on any python3
     from pyspark.sql import SparkSession
@@ -145,7 +145,7 @@ def build_session(app_name: str, master: str | None = None, *,
     its gateway) the jars come from ``--packages`` or ``--jars`` and the master from the
     submit; otherwise the cached jars go in ``spark.jars`` and `master` defaults to
     ``local[*]``. When one of `paths` (the job's tables, checkpoint, input, output) is
-    ``s3a://``, S3A is configured from the AWS environment (spark_jobs/object_store.py).
+    ``s3a://``, S3A is configured from the AWS environment (spark_jobs/settings/object_store.py).
 
     Raises:
         JobError: a standalone master (``spark://``) that does not answer (within

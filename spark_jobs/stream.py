@@ -1,5 +1,5 @@
 """``python -m spark_jobs.stream``: keep a Delta table equal to the TiDB table behind a flat-avro
-topic with Spark Structured Streaming (the job itself: `spark_jobs.stream_job`). See ``--help``
+topic with Spark Structured Streaming (the job itself: `spark_jobs.jobs.stream`). See ``--help``
 and docs/streaming.md.
 
 The command line imports no pyspark: ``--help`` works where only the service is installed, and
@@ -16,10 +16,10 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from spark_jobs import kafka_check
-from spark_jobs.config import StreamConfig, parse_stream_args
-from spark_jobs.preflight import check_stream_paths
+from spark_jobs.jobs.preflight import check_stream_paths
 from spark_jobs.session import run_job
+from spark_jobs.settings.config import StreamConfig, parse_stream_args
+from spark_jobs.sources import kafka_check
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signum, lambda *_: stop.set())
 
     def work(spark: SparkSession) -> None:
-        from spark_jobs.stream_job import run
+        from spark_jobs.jobs.stream import run
 
         run(spark, config, stop=stop)
 

@@ -144,3 +144,24 @@ def test_the_spark_jobs_have_no_import_cycle() -> None:
              for name, path in modules.items()}
     assert _cycle(graph) == []
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+SPARK_LAYERS = {"errors": 0, "settings": 1, "session": 1, "sources": 2, "decoding": 3,
+                "sinks": 4, "jobs": 5, "bulk_read": 6, "stream": 6}
+"""`spark_jobs` by layer, lowest first: a module imports only from its own layer or below.
+The two command lines (``python -m spark_jobs.bulk_read``, ``.stream``) sit on top."""
+
+
+def _spark_layer(module: str) -> int:
+    parts = module.split(".")
+    return SPARK_LAYERS[parts[1]] if len(parts) > 1 else 0
+
+
+def test_the_spark_jobs_import_only_downwards() -> None:
+    paths = sorted(SPARK_JOBS.rglob("*.py"))
+    modules = {_module(p): p for p in paths}
+    assert {m.split(".")[1] for m in modules if "." in m} == set(SPARK_LAYERS)
+    upwards = {name: sorted(m for m in _imports(path) if m in modules
+                            and _spark_layer(m) > _spark_layer(name))
+               for name, path in modules.items()}
+    assert {name: found for name, found in upwards.items() if found} == {}

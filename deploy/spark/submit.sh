@@ -19,14 +19,14 @@
 # pydantic-settings, avro, orjson), the topic check confluent-kafka; install the package with its
 # spark extra (which also brings the delta-spark Python API the stream uses). Executors run no
 # Python UDF of the jobs (decoding is Spark SQL and from_avro); the modules they could import
-# (spark_jobs.transforms, schemas, config) import neither the client nor pydantic-settings.
+# (spark_jobs.decoding.transforms, schemas, config) import neither the client nor pydantic-settings.
 # An s3a:// path (--output, --input, --table-path, --checkpoint, --dead-letter) adds S3A:
 # hadoop-aws at the cluster's Hadoop (HADOOP_VERSION, default the 3.4.1 of Spark 4.0) and the
 # AWS SDK modules of deploy/jvm/s3-pom.xml (its bundle excluded), or with --local-jars those
 # deploy/jvm/fetch.sh cached. Credentials come from the driver's environment, never the
 # command line: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN), or AWS_PROFILE
 # (~/.aws, AWS_SHARED_CREDENTIALS_FILE), or the machine's role; AWS_ENDPOINT_URL_S3 or
-# AWS_ENDPOINT_URL for an S3-compatible store, AWS_REGION (spark_jobs/object_store.py, which
+# AWS_ENDPOINT_URL for an S3-compatible store, AWS_REGION (spark_jobs/settings/object_store.py, which
 # also passes them on to the executors; docs/streaming.md "Delta on object storage").
 # --registry-url (else FLATAVRO_REGISTRY_URL) reads a Confluent-compatible registry with the
 # driver's FLATAVRO_REGISTRY_USERNAME/PASSWORD or BEARER_TOKEN, CA_BUNDLE, VERIFY_TLS, as the
@@ -52,7 +52,7 @@ esac
 # (printed comma-separated for --jars).
 session_check='
 import os, sys
-from spark_jobs import object_store
+from spark_jobs.settings import object_store
 from spark_jobs.errors import JobError
 from spark_jobs.session import check_master, jar_paths
 try:

@@ -1,7 +1,7 @@
 """Kafka client settings: ``FLATAVRO_KAFKA_*`` variables and a ``--kafka-config`` file of
 ``key=value`` lines (the file wins), in librdkafka's names, secrets kept out of logs. The bridge
 passes them to its clients (checking the ones it owns itself, `service.bridge.kafka_settings`);
-the Spark jobs map them to Spark's ``kafka.`` options (`spark_jobs.kafka_settings`)."""
+the Spark jobs map them to Spark's ``kafka.`` options (`spark_jobs.settings.kafka`)."""
 
 from __future__ import annotations
 

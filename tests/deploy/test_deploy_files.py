@@ -26,7 +26,7 @@ from service.api.settings import Settings
 from service.bridge.metrics import BridgeMetrics
 from service.bridge.watchdog import Liveness
 from service.cli.main import build_parser
-from spark_jobs.config import parse_args, parse_stream_args
+from spark_jobs.settings.config import parse_args, parse_stream_args
 from tests.support.deploy import ROOT, make_env
 from tests.support.harness import ServedApp, free_port
 

@@ -14,7 +14,7 @@ from tests.support.deploy import ROOT, make_env
 IMPORT_FROM_ZIP = """
 import sys
 sys.path.insert(0, sys.argv[1])
-import spark_jobs.bulk_read, spark_jobs.bulk_read_job
+import spark_jobs.bulk_read, spark_jobs.jobs.bulk_read
 for name, module in sorted(sys.modules.items()):
     if name.split(".")[0] in {"service", "spark_jobs"}:
         print(name, getattr(module, "__file__", None))
@@ -52,7 +52,7 @@ def test_bulk_read_imports_from_the_zip(tmp_path: Path) -> None:
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     loaded = dict(line.split(" ", 1) for line in done.stdout.splitlines())
-    assert {"spark_jobs.bulk_read_job", "spark_jobs.transforms", "service.core.framing"} <= set(
-        loaded)
+    assert {"spark_jobs.jobs.bulk_read", "spark_jobs.decoding.transforms",
+            "service.core.framing"} <= set(loaded)
     assert {name: path for name, path in loaded.items()
             if not path.startswith(f"{output}/")} == {}

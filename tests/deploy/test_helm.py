@@ -22,7 +22,7 @@ import yaml
 
 from service.bridge.kafka_settings import kafka_settings
 from service.cli.main import build_parser
-from spark_jobs.config import parse_stream_args
+from spark_jobs.settings.config import parse_stream_args
 from tests.support.deploy import ROOT
 from tests.support.parts import not_in_fast_tier
 

@@ -18,9 +18,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from service.cli.main import main
-from spark_jobs import bulk_read_job as bulk_read
-from spark_jobs import stream_job as stream
-from spark_jobs.config import JobConfig, StreamConfig, Trigger
+from spark_jobs.jobs import bulk_read, stream
+from spark_jobs.settings.config import JobConfig, StreamConfig, Trigger
 from tests.bridge.test_bridge import read_committed
 from tests.support.parts import Broker, ExternalRegistry
 from tests.support.registries import Names

@@ -26,9 +26,9 @@ from service.core.domain import bit_bytes
 from service.core.framing import frame, unframe
 from service.core.mysql_types import MySQLType, TypeFamily
 from service.core.table import Column
-from spark_jobs.bulk_read_job import run
-from spark_jobs.config import JobConfig, Mode, OutputFormat
 from spark_jobs.errors import JobError
+from spark_jobs.jobs.bulk_read import run
+from spark_jobs.settings.config import JobConfig, Mode, OutputFormat
 from tests.core.test_values import EDGE_DDL, EDGE_ROW, EDGE_TABLE, MIN_ROW
 from tests.support.delta import read_delta
 from tests.support.harness import ServedApp

@@ -20,9 +20,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from spark_jobs.config import StreamConfig
 from spark_jobs.errors import JobError
 from spark_jobs.session import check_master, master_addresses
+from spark_jobs.settings.config import StreamConfig
 from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import (
     ITEMS_V1,

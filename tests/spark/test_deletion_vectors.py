@@ -19,11 +19,11 @@ from pyarrow import fs
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from spark_jobs import stream_job
-from spark_jobs.config import StreamConfig
 from spark_jobs.errors import JobError
-from spark_jobs.stream_job import run
-from spark_jobs.table_upkeep import DELETION_VECTORS_FEATURE, DELETION_VECTORS_PROPERTY
+from spark_jobs.jobs import stream as stream_job
+from spark_jobs.jobs.stream import run
+from spark_jobs.settings.config import StreamConfig
+from spark_jobs.sinks.upkeep import DELETION_VECTORS_FEATURE, DELETION_VECTORS_PROPERTY
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import (
     ITEMS_V1,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.config import JobConfig, parse_args, parse_stream_args
+from spark_jobs.decoding.registry import registry_settings
 from spark_jobs.errors import JobError
-from spark_jobs.kafka_settings import MAPPED, SAME_NAME, KafkaSettings
-from spark_jobs.registry_source import registry_settings
 from spark_jobs.session import REDACTION_REGEX
+from spark_jobs.settings.config import JobConfig, parse_args, parse_stream_args
+from spark_jobs.settings.kafka import MAPPED, SAME_NAME, KafkaSettings
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 STREAM_ARGS = ["--topic", "t", "--bootstrap-servers", "127.0.0.1:9", "--registry-url",

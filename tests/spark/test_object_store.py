@@ -18,9 +18,9 @@ import httpx
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_jobs import object_store
-from spark_jobs.config import StreamConfig
 from spark_jobs.errors import JobError
+from spark_jobs.settings import object_store
+from spark_jobs.settings.config import StreamConfig
 from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
 from tests.spark.test_cluster import SUBMIT_SH, assert_ran_on_executors, new_applications
 from tests.spark.test_stream import ITEMS_V1, change, create_topic, send

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs import object_store
 from spark_jobs.errors import JobError
+from spark_jobs.settings import object_store
 
 PROVIDER = "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalr/K7+EXAMPLE"}

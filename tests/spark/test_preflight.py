@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.checkpoint_marker import CHECKPOINT_MARKER, check_checkpoint
-from spark_jobs.config import StreamConfig, parse_stream_args
 from spark_jobs.errors import JobError
-from spark_jobs.files import LocalFiles, local_files, same_location
-from spark_jobs.preflight import check_stream_paths
+from spark_jobs.jobs.checkpoint_marker import CHECKPOINT_MARKER, check_checkpoint
+from spark_jobs.jobs.preflight import check_stream_paths
+from spark_jobs.settings.config import StreamConfig, parse_stream_args
+from spark_jobs.sources.files import LocalFiles, local_files, same_location
 
 
 def config(tmp_path: Path, *extra: str, topic: str = "orders") -> StreamConfig:

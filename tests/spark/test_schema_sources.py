@@ -26,9 +26,9 @@ from service.api.app import create_app
 from service.api.settings import Settings
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.rest import create_registry_app
-from spark_jobs.config import JobConfig, parse_args, parse_stream_args
+from spark_jobs.decoding.registry import resolve_schemas
 from spark_jobs.errors import JobError
-from spark_jobs.registry_source import resolve_schemas
+from spark_jobs.settings.config import JobConfig, parse_args, parse_stream_args
 from tests.support.harness import ServedApp, free_port
 
 USER, PASSWORD = "job", "s3cret-pw"
@@ -202,10 +202,11 @@ def test_the_command_lines_take_the_registry_from_the_environment(
 def test_executors_import_no_registry_client_or_settings() -> None:
     """What an executor may import of the jobs (transforms, and through it schemas and
     config) pulls in neither pydantic-settings nor an HTTP client."""
-    code = ("import sys, spark_jobs.transforms, spark_jobs.schemas, spark_jobs.config; "
+    code = ("import sys, spark_jobs.decoding.transforms, spark_jobs.decoding.schemas, "
+            "spark_jobs.settings.config; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "{'pydantic_settings', 'pydantic', 'httpx'} or m.startswith('service.registry') "
-            "or m == 'spark_jobs.registry_source'))")
+            "or m == 'spark_jobs.decoding.registry'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True, cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.strip() == "[]"

@@ -24,11 +24,10 @@ from pyspark.testing import assertDataFrameEqual
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from spark_jobs import bulk_read_job as bulk_read
-from spark_jobs import stream_job as stream
-from spark_jobs.config import JobConfig, OutputFormat, StreamConfig, Trigger
 from spark_jobs.errors import JobError
-from spark_jobs.kafka_settings import KafkaSettings
+from spark_jobs.jobs import bulk_read, stream
+from spark_jobs.settings.config import JobConfig, OutputFormat, StreamConfig, Trigger
+from spark_jobs.settings.kafka import KafkaSettings
 from tests.bridge.test_secured_kafka import BOUND_SECONDS, properties, untrusted_ca
 from tests.spark.test_bulk_read import encode, produce, register
 from tests.spark.test_stream import ITEMS_V1, SCHEMA_V1, change, rows

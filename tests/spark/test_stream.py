@@ -19,9 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from service.core.framing import frame, unframe
-from spark_jobs.config import Mode, StreamConfig, Trigger
 from spark_jobs.errors import JobError
-from spark_jobs.stream_job import run
+from spark_jobs.jobs.stream import run
+from spark_jobs.settings.config import Mode, StreamConfig, Trigger
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
 from tests.support.delta import read_delta
 from tests.support.parts import Broker

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from spark_jobs.errors import JobError
-from spark_jobs.stream_job import run
+from spark_jobs.jobs.stream import run
 from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import create_topic, send, stream, table
 from tests.support.parts import Broker

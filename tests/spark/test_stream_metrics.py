@@ -15,9 +15,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
-from spark_jobs.config import StreamConfig, Trigger
 from spark_jobs.errors import JobError
-from spark_jobs.stream_job import run
+from spark_jobs.jobs.stream import run
+from spark_jobs.settings.config import StreamConfig, Trigger
 from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import ITEMS_V1, change, create_topic, send, stream
 from tests.support.harness import free_port

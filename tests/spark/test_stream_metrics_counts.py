@@ -12,8 +12,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from spark_jobs.config import parse_stream_args
-from spark_jobs.stream_metrics import StreamMetrics, partition_lag
+from spark_jobs.jobs.stream_metrics import StreamMetrics, partition_lag
+from spark_jobs.settings.config import parse_stream_args
 
 ARGV = ["--topic", "t", "--bootstrap-servers", "b:9092", "--registry-url", "http://r",
         "--table-path", "p", "--checkpoint", "c"]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.config import DEFAULT_OPTIMIZE_EVERY, parse_stream_args
-from spark_jobs.table_upkeep import Compaction, for_new_table, optimize_due
+from spark_jobs.settings.config import DEFAULT_OPTIMIZE_EVERY, parse_stream_args
+from spark_jobs.sinks.upkeep import Compaction, for_new_table, optimize_due
 
 ARGV = ["--topic", "t", "--bootstrap-servers", "b:9092", "--registry-url", "http://r",
         "--table-path", "p", "--checkpoint", "c"]

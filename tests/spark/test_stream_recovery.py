@@ -21,9 +21,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from service.api.app import create_app
 from service.api.settings import Settings
-from spark_jobs import stream_job
-from spark_jobs.config import StreamConfig, Trigger
 from spark_jobs.errors import JobError
+from spark_jobs.jobs import stream as stream_job
+from spark_jobs.settings.config import StreamConfig, Trigger
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import (
     ITEMS_V1,

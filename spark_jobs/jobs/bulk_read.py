@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs import kafka_check, sources
-from spark_jobs.bad_messages import triaged
-from spark_jobs.config import JobConfig
+from spark_jobs.decoding.bad_messages import triaged
+from spark_jobs.decoding.registry import resolve_schemas
+from spark_jobs.decoding.schemas import TopicVersions
+from spark_jobs.decoding.transforms import latest_state, with_frames
 from spark_jobs.errors import JobError
-from spark_jobs.registry_source import resolve_schemas
-from spark_jobs.schemas import TopicVersions
-from spark_jobs.transforms import latest_state, with_frames
+from spark_jobs.settings.config import JobConfig
+from spark_jobs.sinks import parquet
+from spark_jobs.sources import kafka, kafka_check
 
 __all__ = ["run"]
 
@@ -32,15 +33,15 @@ def run(spark: SparkSession, config: JobConfig) -> None:
     if config.materialize and schemas.key is None:
         raise JobError(f"topic {config.topic} has no key schema: --materialize needs a key")
     for path in filter(None, (config.output, config.dead_letter)):
-        sources.require_absent(spark, path, overwrite=config.overwrite)
+        parquet.require_absent(spark, path, overwrite=config.overwrite)
     if config.bootstrap_servers:
         kafka_check.check_topic(config.bootstrap_servers, config.topic, kafka=config.kafka)
-    framed = with_frames(sources.read_source(spark, config))
+    framed = with_frames(kafka.read_source(spark, config))
     with triaged(framed, schemas, mode=config.mode) as messages:
         if messages.dead is not None:
             assert config.dead_letter is not None  # parse_args: permissive needs it
-            sources.write_parquet(spark, messages.dead, path=config.dead_letter)
-        sources.write_output(spark, _output(messages.rows, schemas, config=config),
+            parquet.write_parquet(spark, messages.dead, path=config.dead_letter)
+        parquet.write_output(spark, _output(messages.rows, schemas, config=config),
                              path=config.output, data_format=config.output_format.value)
 
 

@@ -1,6 +1,6 @@
 """Pure DataFrame -> DataFrame steps: Confluent frames in Spark SQL, from_avro per writer id,
 typed output, dead letters, the latest state per key. No Python per row. (What a job does with
-a message these steps cannot decode is `spark_jobs.bad_messages`.)
+a message these steps cannot decode is `spark_jobs.decoding.bad_messages`.)
 
 Frame layout (docs/flat-avro.md §7, `service.core.framing`): byte 0 the magic byte 0, bytes 1-4
 the schema id (big-endian), the Avro body from byte 5.
@@ -15,11 +15,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
 from service.core.framing import HEADER_SIZE, MAGIC_BYTE, frame
-from spark_jobs.config import Mode
-from spark_jobs.schemas import SubjectVersions, TopicVersions, for_spark
+from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions, for_spark
+from spark_jobs.settings.config import Mode
 
 __all__ = ["with_frames", "frame_problem", "fail_on_problem", "decode", "dead_letters",
-           "latest_state", "last_change_per_key", "header_id", "KAFKA_COLUMNS", "BOOKKEEPING",
+           "latest_state", "last_change_per_key", "header_id", "BOOKKEEPING",
            "UNDECODED"]
 
 UNDECODED = "the body does not decode with its writer schema"
@@ -31,7 +31,6 @@ resolution fills it in for every body that decodes, while ``from_avro`` in PERMI
 gives a body that does not a row of nulls (for a record, not a null struct), this field too.
 Null here is Spark's own signal, where a row of nulls alone could be a row of NULL columns."""
 
-KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
 
 BOOKKEEPING = ("_op", "_partition", "_offset", "_timestamp")
 """The columns `decode` adds to the value's: the change kind and where it was in Kafka."""
@@ -89,7 +88,7 @@ def frame_problem(schemas: TopicVersions) -> Column:
 
 def _stop(reason: Column) -> Column:
     """Raise Spark's ``USER_RAISED_EXCEPTION`` naming the row's partition and offset (the
-    error `spark_jobs.bad_messages` turns into the job's one line)."""
+    error `spark_jobs.decoding.bad_messages` turns into the job's one line)."""
     return F.raise_error(F.concat(F.lit("message at partition "),
                                   F.col("partition").cast("string"), F.lit(" offset "),
                                   F.col("offset").cast("string"), F.lit(": "), reason))

@@ -20,13 +20,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.avro.functions import from_avro
 
-from spark_jobs.config import Mode
-from spark_jobs.errors import JobError
-from spark_jobs.preflight import not_a_dead_letter_table, not_a_delta_table
-from spark_jobs.schemas import SubjectVersions, TopicVersions, for_spark
-from spark_jobs.sources import path_exists, qualified
-from spark_jobs.table_upkeep import DELETION_VECTORS_PROPERTY
-from spark_jobs.transforms import BOOKKEEPING, decode, with_frames
+from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions, for_spark
+from spark_jobs.decoding.transforms import BOOKKEEPING, decode, with_frames
+from spark_jobs.errors import JobError, not_a_dead_letter_table, not_a_delta_table
+from spark_jobs.settings.config import Mode
+from spark_jobs.sinks.upkeep import DELETION_VECTORS_PROPERTY
+from spark_jobs.sources.files import path_exists, qualified
 
 __all__ = ["Evolution", "table_schema", "version_schemas", "plan_evolution", "check_table",
            "create_table", "evolve", "merge_changes", "append_changes", "TOPIC_PROPERTY",

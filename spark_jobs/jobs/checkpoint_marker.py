@@ -11,9 +11,9 @@ import json
 import uuid
 from typing import TYPE_CHECKING
 
-from spark_jobs.config import StreamConfig
 from spark_jobs.errors import JobError
-from spark_jobs.files import Files, HadoopFiles, same_location
+from spark_jobs.settings.config import StreamConfig
+from spark_jobs.sources.files import Files, HadoopFiles, same_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

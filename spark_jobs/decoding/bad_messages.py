@@ -25,16 +25,16 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.config import Mode
-from spark_jobs.errors import JobError
-from spark_jobs.schemas import TopicVersions
-from spark_jobs.transforms import (
+from spark_jobs.decoding.schemas import TopicVersions
+from spark_jobs.decoding.transforms import (
     UNDECODED,
     dead_letters,
     decode,
     fail_on_problem,
     frame_problem,
 )
+from spark_jobs.errors import JobError
+from spark_jobs.settings.config import Mode
 
 __all__ = ["Triage", "triaged"]
 

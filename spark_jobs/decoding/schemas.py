@@ -2,10 +2,11 @@
 topic (the reader schemas) and every registered version of its subjects by id (the writer
 schemas).
 
-`spark_jobs.registry_source.resolve_schemas` reads them on the driver with the service's own
+`spark_jobs.decoding.registry.resolve_schemas` reads them on the driver with the service's own
 registry client (subjects follow TopicNameStrategy through `service.core.naming`). This module
-imports only the standard library, so the modules executors may import (`spark_jobs.transforms`
-takes the dataclasses and `for_spark` from here) need no HTTP client or pydantic-settings.
+imports only the standard library, so the modules executors may import
+(`spark_jobs.decoding.transforms` takes the dataclasses and `for_spark` from here) need no HTTP
+client or pydantic-settings.
 """
 
 from __future__ import annotations

@@ -38,9 +38,9 @@ from service.registry.errors import (
     VersionNotFoundError,
 )
 from service.registry.settings import RegistrySettings
-from spark_jobs.config import SchemaSource
+from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions
 from spark_jobs.errors import JobError
-from spark_jobs.schemas import SubjectVersions, TopicVersions
+from spark_jobs.settings.config import SchemaSource
 
 __all__ = ["registry_settings", "resolve_schemas", "API_KEY_VARIABLE",
            "EMBEDDED_REGISTRY_PATH"]

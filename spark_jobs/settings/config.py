@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
 from spark_jobs.errors import JobError
-from spark_jobs.kafka_settings import KafkaSettings
+from spark_jobs.settings.kafka import KafkaSettings
 
 __all__ = ["DEFAULT_OPTIMIZE_EVERY", "JobConfig", "Mode", "OutputFormat", "SchemaSource",
            "StreamConfig", "parse_args", "parse_stream_args", "registry_url_from_env"]
@@ -323,7 +323,7 @@ def _port(text: str) -> int:
 
 
 def _add_metrics(parser: argparse.ArgumentParser) -> None:
-    """The options of the Prometheus endpoint (spark_jobs/stream_metrics.py)."""
+    """The options of the Prometheus endpoint (spark_jobs/jobs/stream_metrics.py)."""
     parser.add_argument(
         "--metrics-port", type=_port, metavar="PORT",
         help="serve Prometheus metrics on this port while the query runs: micro-batches, "

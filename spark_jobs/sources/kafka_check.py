@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from service.kafka_client.tls_probe import tls_hint
 from spark_jobs.errors import JobError
-from spark_jobs.kafka_settings import KafkaSettings
+from spark_jobs.settings.kafka import KafkaSettings
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError

@@ -7,23 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spark_jobs.checkpoint_marker import check_checkpoint
-from spark_jobs.config import StreamConfig
-from spark_jobs.errors import JobError
-from spark_jobs.files import Files, local_files
+from spark_jobs.errors import not_a_dead_letter_table, not_a_delta_table
+from spark_jobs.jobs.checkpoint_marker import check_checkpoint
+from spark_jobs.settings.config import StreamConfig
+from spark_jobs.sources.files import Files, local_files
 
-__all__ = ["check_stream_paths", "not_a_delta_table", "not_a_dead_letter_table"]
-
-
-def not_a_delta_table(path: str, *, topic: str) -> JobError:
-    """The error for a table path that holds something else than a Delta table."""
-    return JobError(f"{path} exists and is not a Delta table: give --table-path a new path "
-                    f"or an existing Delta table of topic {topic}")
-
-
-def not_a_dead_letter_table(path: str) -> JobError:
-    """The error for a dead-letter path that holds something else than a Delta table."""
-    return JobError(f"the dead-letter path {path} exists and is not a Delta table")
+__all__ = ["check_stream_paths"]
 
 
 def _holds_other_than_delta(files: Files, path: str) -> bool:

@@ -23,17 +23,16 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs import delta_table as delta
-from spark_jobs import kafka_check
-from spark_jobs import table_upkeep as upkeep
-from spark_jobs.bad_messages import triaged
-from spark_jobs.checkpoint_marker import claim_checkpoint
-from spark_jobs.config import Mode, StreamConfig
+from spark_jobs.decoding.bad_messages import triaged
+from spark_jobs.decoding.registry import resolve_schemas
+from spark_jobs.decoding.schemas import TopicVersions
+from spark_jobs.decoding.transforms import header_id, last_change_per_key, with_frames
 from spark_jobs.errors import JobError, one_line
-from spark_jobs.registry_source import resolve_schemas
-from spark_jobs.schemas import TopicVersions
-from spark_jobs.stream_metrics import StreamMetrics
-from spark_jobs.transforms import header_id, last_change_per_key, with_frames
+from spark_jobs.jobs.checkpoint_marker import claim_checkpoint
+from spark_jobs.jobs.stream_metrics import StreamMetrics
+from spark_jobs.settings.config import Mode, StreamConfig
+from spark_jobs.sinks import delta, upkeep
+from spark_jobs.sources import kafka_check
 
 __all__ = ["BatchApplier", "prepare", "run"]
 

@@ -13,7 +13,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
 from spark_jobs.errors import JobError
-from spark_jobs.sources import qualified
+from spark_jobs.sources.files import qualified
 
 __all__ = ["DELETION_VECTORS_PROPERTY", "DELETION_VECTORS_FEATURE", "DeletionVectors",
            "for_new_table", "deletion_vectors", "check_readers", "settle_deletion_vectors",
