@@ -28,7 +28,7 @@ __all__ = ["SCHEME", "s3a_paths", "hadoop_aws_jars", "check_environment", "spark
            "check_paths"]
 
 SCHEME = "s3a://"
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = Path(__file__).resolve().parents[2]
 _PROVIDER = "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
 _CUSTOM_ENDPOINT_REGION = "us-east-1"  # S3-compatible servers ignore it; SigV4 needs one
 _CREDENTIALS_FIX = ("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE "
