@@ -18,15 +18,21 @@ SESSION = ("from spark_jobs.session import build_session\n"
            "spark.stop()\n")
 
 
-def test_a_local_driver_maps_the_archive(tmp_path: Path) -> None:
-    archive = jvm_archive.build()
+def cds_log(tmp_path: Path, **env: str) -> str:
+    """What Java logs of class-data sharing while a local session (the tests' driver
+    settings, then `env` over them) starts and runs a job."""
     log = tmp_path / "cds.log"
-    env = {**os.environ, **jvm_archive.driver_env()}
-    env["SPARK_SUBMIT_OPTS"] += f" -Xlog:cds=info:file={log}"
-    done = subprocess.run([sys.executable, "-c", SESSION], cwd=ROOT, env=env,
+    environ = {**os.environ, **jvm_archive.driver_env(), **env}
+    environ["SPARK_SUBMIT_OPTS"] += f" -Xlog:cds=info:file={log}"
+    done = subprocess.run([sys.executable, "-c", SESSION], cwd=ROOT, env=environ,
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    text = log.read_text()
+    return log.read_text()
+
+
+def test_a_local_driver_maps_the_archive(tmp_path: Path) -> None:
+    archive = jvm_archive.build()
+    text = cds_log(tmp_path)
     assert f"Opened archive {archive}." in text, text[-3000:]
     assert "mismatch" not in text, text[-3000:]
 
@@ -35,15 +41,9 @@ def test_a_conf_folder_with_a_file_in_it_loses_the_archive(tmp_path: Path) -> No
     """Why the tests' settings are not in a spark-defaults.conf: the same driver with one in
     its SPARK_CONF_DIR starts without the archive."""
     archive = jvm_archive.build()
-    log = tmp_path / "cds.log"
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "spark-defaults.conf").write_text("spark.locality.wait 0\n")
-    env = {**os.environ, **jvm_archive.driver_env(), "SPARK_CONF_DIR": str(tmp_path / "conf")}
-    env["SPARK_SUBMIT_OPTS"] += f" -Xlog:cds=info:file={log}"
-    done = subprocess.run([sys.executable, "-c", SESSION], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    text = log.read_text()
+    text = cds_log(tmp_path, SPARK_CONF_DIR=str(tmp_path / "conf"))
     assert f"Opened archive {archive}." in text and "shared class paths mismatch" in text, \
         text[-3000:]
 
