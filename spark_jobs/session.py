@@ -165,7 +165,8 @@ def build_session(app_name: str, master: str | None = None, *,
         "spark.sql.session.timeZone", "UTC").config(
         "spark.redaction.regex", REDACTION_REGEX).config(
         "spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension").config(
-        "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+    ).config("spark.scheduler.mode", "FAIR")  # the stream's tables share the executors
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # master and jars come from spark-submit
     cluster = submitted or not (master or "local").startswith("local")
     for name, value in (object_store.spark_settings(os.environ, executors=cluster) if s3a

@@ -106,9 +106,10 @@ def _with_api_key(settings: RegistrySettings) -> RegistrySettings:
     return settings.model_copy(update={"registry_bearer_token": SecretStr(keys[-1])})
 
 
-def resolve_schemas(source: SchemaSource) -> TopicVersions:
-    """The topic's versions as its registry answers them: ``--registry-url``, else the
-    service's embedded registry, else ``FLATAVRO_REGISTRY_URL`` (see the module's docstring).
+def resolve_schemas(source: SchemaSource, topic: str | None = None) -> TopicVersions:
+    """The versions of `topic` (default: the source's own topic) as its registry answers them:
+    ``--registry-url``, else the service's embedded registry, else ``FLATAVRO_REGISTRY_URL``
+    (see the module's docstring).
 
     Raises:
         JobError: invalid settings or no registry URL; the registry is unreachable, refuses
@@ -117,7 +118,7 @@ def resolve_schemas(source: SchemaSource) -> TopicVersions:
     """
     config = registry_settings(source).client_config()
     service_url = None if source.registry_url else source.service_url
-    resolve = _resolve(config, topic=source.topic, service_url=service_url)
+    resolve = _resolve(config, topic=topic or source.topic, service_url=service_url)
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # the usual driver: no event loop here

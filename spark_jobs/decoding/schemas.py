@@ -48,6 +48,14 @@ class SubjectVersions:
         """The latest record's field names, in order."""
         return [f["name"] for f in json.loads(self.latest)["fields"]]
 
+    def table_name(self) -> tuple[str, str]:
+        """(database, table) as TiCDC names the record: the namespace is ``<changefeed
+        namespace>.<database>`` (the first part sanitized, so it holds no ``.``) and the name
+        is the table; a namespace without a ``.`` has no database ("")."""
+        record = json.loads(self.latest)
+        _, _, database = str(record.get("namespace") or "").partition(".")
+        return database, str(record["name"])
+
 
 @dataclass(frozen=True, slots=True)
 class TopicVersions:

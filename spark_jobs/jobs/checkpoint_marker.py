@@ -28,12 +28,21 @@ def _marker(config: StreamConfig) -> str:
     return f"{config.checkpoint.rstrip('/')}/{CHECKPOINT_MARKER}"
 
 
+def _claim(files: Files, config: StreamConfig) -> dict[str, str]:
+    """What the marker says of `config`'s stream: its topic and table, or in whole-database
+    mode its topics and table template."""
+    if config.many:
+        return {"topics": str(config.subscription()), "tables": str(config.table_template)}
+    return {"topic": config.topic, "table": files.qualified(config.table_path)}
+
+
 def check_checkpoint(files: Files, config: StreamConfig) -> str | None:
     """The stream's id from the checkpoint's marker, None for a checkpoint not used yet.
 
     Raises:
-        JobError: the checkpoint belongs to another topic or table, was not written by this
-            job, or has applied batches to a table that is gone.
+        JobError: the checkpoint belongs to another topic or table (or other topics or
+            another template), was not written by this job, or has applied batches to a table
+            that is gone.
     """
     text = files.read_text(_marker(config))
     if text is None:
@@ -41,14 +50,22 @@ def check_checkpoint(files: Files, config: StreamConfig) -> str | None:
             raise JobError(f"the checkpoint {config.checkpoint} was not written by this job "
                            f"(no {CHECKPOINT_MARKER}): give the stream a new --checkpoint")
         return None
-    claimed = json.loads(text)
-    if claimed["topic"] != config.topic:
-        raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream of topic "
-                       f"{claimed['topic']}, not {config.topic}: give each stream its own "
-                       f"--checkpoint")
-    if not same_location(claimed["table"], files.qualified(config.table_path)):
+    claimed, want = json.loads(text), _claim(files, config)
+    topics = claimed.get("topic", claimed.get("topics"))
+    wanted_topics = want.get("topic", want.get("topics"))
+    if topics != wanted_topics:
+        raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream of "
+                       f"{_topics(claimed)}, not {_topics(want)}: give each stream its own "
+                       f"--checkpoint (Spark cannot change a checkpoint's subscription)")
+    if config.many:
+        if claimed["tables"] != want["tables"]:
+            raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream into "
+                           f"{claimed['tables']}, not {want['tables']}: give each table "
+                           f"template its own --checkpoint")
+        return str(claimed["id"])
+    if not same_location(claimed["table"], want["table"]):
         raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream into "
-                       f"{claimed['table']}, not {files.qualified(config.table_path)}: give "
+                       f"{claimed['table']}, not {want['table']}: give "
                        f"each table its own --checkpoint")
     if not files.exists(config.table_path, empty_is_absent=True) and files.exists(
             f"{config.checkpoint.rstrip('/')}/commits", empty_is_absent=True):
@@ -56,6 +73,10 @@ def check_checkpoint(files: Files, config: StreamConfig) -> str | None:
                        f"{config.table_path}, which no longer exists; to rebuild the table "
                        f"from the topic, give the stream a new --checkpoint")
     return str(claimed["id"])
+
+
+def _topics(claim: dict[str, str]) -> str:
+    return f"topic {claim['topic']}" if "topic" in claim else claim["topics"]
 
 
 def claim_checkpoint(spark: SparkSession, config: StreamConfig) -> str:
@@ -70,6 +91,5 @@ def claim_checkpoint(spark: SparkSession, config: StreamConfig) -> str:
     if stream_id is None:
         stream_id = uuid.uuid4().hex
         files.write_text(_marker(config), text=json.dumps(
-            {"topic": config.topic, "table": files.qualified(config.table_path),
-             "id": stream_id}))
+            {**_claim(files, config), "id": stream_id}))
     return f"flatavro-stream-{stream_id}"

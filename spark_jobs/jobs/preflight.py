@@ -28,6 +28,11 @@ def check_stream_paths(config: StreamConfig) -> None:
         JobError: as the checks after start-up: a path holding something else than a Delta
             table, a checkpoint of another stream or table, or of a table that is gone.
     """
+    if config.many:  # the tables are known once their schemas are
+        files = local_files(config.checkpoint)
+        if files is not None:
+            check_checkpoint(files, config)
+        return
     files = local_files(config.table_path, config.checkpoint)
     if files is None:
         return

@@ -1,37 +1,39 @@
-"""What ``python -m spark_jobs.stream`` runs (`spark_jobs.stream` is the command line): keep a
-Delta table equal to the TiDB table behind a flat-avro topic, with Spark Structured Streaming
-(Kafka source, offsets in the checkpoint) and one ``foreachBatch`` per micro-batch. See
-docs/streaming.md.
+"""What ``python -m spark_jobs.stream`` runs (`spark_jobs.stream` is the command line): keep
+Delta tables equal to the TiDB tables behind flat-avro topics, with Spark Structured Streaming
+(one Kafka source for every topic, offsets in the checkpoint) and one ``foreachBatch`` per
+micro-batch. One topic goes to one table; in whole-database mode (``--topics``,
+``--topic-pattern``) each topic goes to the table its template names. See docs/streaming.md.
 
-Per micro-batch, on the driver: the distinct frame headers (one aggregate); schema ids not seen
-yet are looked up in the service/registry then, and the table evolves to the new latest
-version; bad frames stop the stream (failfast) or go to the dead-letter table (permissive);
-`decode` (the same transforms as `bulk_read`) turns frames into rows; the last change per key is
-MERGEd (keyless topics: appended). Every write carries the batch id, so Delta skips a write it
-already has when Spark re-runs a batch after a crash. Every N-th batch is followed by Delta's
-OPTIMIZE (`table_upkeep`).
+Per micro-batch, on the driver: the distinct (topic, frame headers) with their first offsets
+(one aggregate); a topic seen for the first time gets its table (`table_writer.open_table`);
+then each topic's part is written to its table by a `TableWriter` (schema ids not seen yet are
+looked up then, and the table evolves; bad frames stop the stream or go to the table's
+dead-letter table; the last change per key is MERGEd, keyless topics appended), at most
+``--parallel-tables`` tables at the same time, each in its own pool of Spark's FAIR scheduler.
+Every write carries the batch id, so Delta skips a write a table already has when Spark re-runs
+a batch after a crash. A table whose part fails stops the stream with one line naming the
+table, the topic, the first offsets and the reason; its batch is not committed, and a restart
+re-runs it. Every N-th batch a table is written in is followed by its OPTIMIZE.
 """
 
 from __future__ import annotations
 
-import sys
+import concurrent.futures
+import itertools
 import threading
 import time
 from typing import Any
 
-from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs.decoding.bad_messages import triaged
-from spark_jobs.decoding.registry import resolve_schemas
-from spark_jobs.decoding.schemas import TopicVersions
-from spark_jobs.decoding.transforms import header_id, last_change_per_key, with_frames
+from spark_jobs.decoding.transforms import header_id, with_frames
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.jobs.checkpoint_marker import claim_checkpoint
 from spark_jobs.jobs.stream_metrics import StreamMetrics
-from spark_jobs.settings.config import Mode, StreamConfig
-from spark_jobs.sinks import delta, upkeep
+from spark_jobs.jobs.table_writer import TableWriter, log, open_table
+from spark_jobs.settings.config import StreamConfig
 from spark_jobs.sources import kafka_check
 
 __all__ = ["BatchApplier", "prepare", "run"]
@@ -39,39 +41,106 @@ __all__ = ["BatchApplier", "prepare", "run"]
 _POLL_SECONDS = 0.5
 """How often `run` looks at its stop event while the query runs."""
 
-
-def _log(text: str) -> None:
-    print(f"stream: {text}", file=sys.stderr, flush=True)
+_INHERITED = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel",
+              "spark.job.tags", "sql.streaming.queryId", "streaming.sql.batchId")
+"""Local properties of the micro-batch's thread that its tables' threads take over: the
+query's job group above all, so that stopping the query cancels their Spark jobs too."""
 
 
 class BatchApplier:
-    """The ``foreachBatch`` function: applies one micro-batch to the table (driver side)."""
+    """The ``foreachBatch`` function: applies one micro-batch to the tables (driver side)."""
 
-    def __init__(self, spark: SparkSession, config: StreamConfig, *, schemas: TopicVersions,
-                 app_id: str) -> None:
-        """Apply micro-batches of `config`'s topic, decoded with `schemas`, to its table, as
-        the stream `app_id` (Delta's app id for idempotent writes)."""
+    def __init__(self, spark: SparkSession, config: StreamConfig, *, app_id: str,
+                 metrics: StreamMetrics | None = None) -> None:
+        """Apply micro-batches of `config`'s topics to their tables, as the stream `app_id`
+        (each table's Delta app id derives from it)."""
         self.spark, self.config, self.app_id = spark, config, app_id
-        self.schemas = schemas
+        self.tables: dict[str, TableWriter] = {}
         self.failure: JobError | None = None
         self.stopping = False  # set before query.stop(): a batch cut short then is no error
         self.interrupted: int | None = None
-        self.metrics = StreamMetrics()  # served by `run` with --metrics-port
-        self.columns = DeltaTable.forPath(spark, config.table_path).toDF().schema
-        self.version = self._latest_version()
+        self.metrics = metrics or StreamMetrics()  # served by `run` with --metrics-port
+        self._offsets: dict[str, str] = {}  # the batch's first offsets, by topic
+        self._pools = itertools.count()
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            config.parallel_tables, thread_name_prefix="flatavro-table",
+            initializer=self._name_pool)
 
-    def sync_table(self) -> None:
-        """Evolve the table to the latest value version's columns, if they differ."""
-        want = delta.table_schema(self.spark, self.schemas)
-        evolution = delta.plan_evolution(self.columns, want, subject=self.schemas.value.subject)
-        if evolution:
-            delta.evolve(self.spark, self.config.table_path, evolution=evolution,
-                         subject=self.schemas.value)
-            self.version = self._latest_version()
-            _log(f"table {self.config.table_path} now has the columns of "
-                 f"{self.schemas.value.subject} schema id {self.schemas.value.latest_id} "
-                 f"({evolution})")
-        self.columns = want
+    def _name_pool(self) -> None:
+        """Each table thread submits its Spark jobs to a FAIR pool of its own."""
+        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool",
+                                                 f"flatavro-{next(self._pools)}")
+
+    def close(self) -> None:
+        """Let the table threads go (the query has ended)."""
+        self._pool.shutdown(wait=True)
+
+    def open(self, topics: list[str]) -> None:
+        """Give each of `topics` its table writer (tables checked or created), in parallel.
+
+        Raises:
+            JobError: the first table that cannot be opened (naming its topic).
+        """
+        new = [t for t in topics if t not in self.tables]
+        opened = self._each(new, lambda topic: open_table(
+            self.spark, self.config, topic=topic, app_id=self.app_id, metrics=self.metrics))
+        claimed: dict[str, str] = {w.path.rstrip("/"): w.topic for w in self.tables.values()}
+        for topic in new:
+            writer = opened[topic]
+            other = claimed.setdefault(writer.path.rstrip("/"), topic)
+            if other != topic:
+                raise JobError(f"topics {other} and {topic} both go to the table {writer.path} "
+                               f"(--table-path-template {self.config.table_template}): name "
+                               f"{{topic}} in the template, or read them in two streams")
+            self.tables[topic] = writer
+
+    def _each(self, topics: list[str], work: Any) -> dict[str, Any]:
+        """`work(topic)` for each topic on the table threads (the calling thread's job group
+        and streaming properties taken over); the results by topic.
+
+        Raises:
+            JobError: the first failure in `topics`' order (the others are waited for).
+        """
+        if not topics:
+            return {}
+        context = self.spark.sparkContext
+        inherited = {k: context.getLocalProperty(k) for k in _INHERITED}
+
+        def run(topic: str) -> Any:
+            for key, value in inherited.items():
+                context.setLocalProperty(key, value)  # type: ignore[arg-type]
+            return work(topic)
+
+        if len(topics) == 1:  # no thread hop for one table
+            futures: dict[str, concurrent.futures.Future[Any]] = {
+                topics[0]: concurrent.futures.Future()}
+            try:
+                futures[topics[0]].set_result(work(topics[0]))
+            except Exception as exc:  # reported below, as from a thread
+                futures[topics[0]].set_exception(exc)
+        else:
+            futures = {t: self._pool.submit(run, t) for t in topics}
+        concurrent.futures.wait(futures.values())
+        for topic, future in futures.items():
+            error = future.exception()
+            if error is not None:
+                raise self._failed(topic, error)
+        return {t: f.result() for t, f in futures.items()}
+
+    def _failed(self, topic: str, error: BaseException) -> BaseException:
+        """`error` of `topic`'s table, named in whole-database mode (one topic: as it is)."""
+        if not self.config.many or not isinstance(error, Exception):
+            return error
+        writer = self.tables.get(topic)
+        where = f"table {writer.name} ({writer.path}), topic {topic}" if writer else (
+            f"topic {topic}")
+        offsets = self._offsets.get(topic)
+        if offsets:
+            where += f" from offset {offsets}"
+        reason = str(error) if isinstance(error, JobError) else one_line(error)
+        failed = JobError(f"{where}: {reason}")
+        failed.__cause__ = error
+        return failed
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Apply micro-batch `batch_id` (``foreachBatch``); a failure is kept in `failure`
@@ -83,11 +152,11 @@ class BatchApplier:
         # materialization 6.7 s -> 3.6 s; Delta's materialization kept in memory instead of
         # on disk was no faster, none at all slower: docs/speed.md).
         batch = batch.persist()
+        self._offsets = {}
         try:
             summary = self._apply(batch, batch_id)
             if summary:
-                _log(f"batch {batch_id}: {summary} in {time.monotonic() - started:.1f} s")
-            self._upkeep(batch_id)
+                log(f"batch {batch_id}: {summary} in {time.monotonic() - started:.1f} s")
         except Exception as exc:
             if self.stopping:  # cancelled by the stop; the checkpoint re-runs it
                 self.interrupted = batch_id
@@ -99,130 +168,68 @@ class BatchApplier:
         finally:
             batch.unpersist()
 
-    def _upkeep(self, batch_id: int) -> None:
-        """OPTIMIZE the table after every N-th batch (``--optimize-every``), logged. A crash
-        before the batch commits re-runs it, OPTIMIZE included, which is harmless: a compacted
-        table has little or nothing left to compact."""
-        if not upkeep.optimize_due(batch_id, every=self.config.optimize_every):
-            return
-        started = time.monotonic()
-        compaction = upkeep.optimize(self.spark, self.config.table_path)
-        self.version = self._latest_version()  # a re-run batch must not report OPTIMIZE's commit
-        _log(f"table {self.config.table_path} after batch {batch_id}: OPTIMIZE {compaction} in "
-             f"{time.monotonic() - started:.1f} s")
-
-    def _known(self, part: str) -> set[int]:
-        subject = getattr(self.schemas, part)
-        return set(subject.by_id) if subject is not None else set()
-
     def _apply(self, batch: DataFrame, batch_id: int) -> str:
         framed = with_frames(batch)
-        headers = framed.groupBy("_key_header", "_value_header").count().collect()
+        headers = framed.groupBy("topic", "partition", "_key_header", "_value_header").agg(
+            F.count(F.lit(1)).alias("count"), F.min("offset").alias("first")).collect()
         if not headers:
             return ""
+        by_topic: dict[str, list[Row]] = {}
+        for h in headers:
+            by_topic.setdefault(h["topic"], []).append(h)
+        for topic, rows in by_topic.items():
+            first: dict[int, int] = {}
+            for h in rows:
+                first[h["partition"]] = min(first.get(h["partition"], h["first"]), h["first"])
+            self._offsets[topic] = ", ".join(f"{p}:{o}" for p, o in sorted(first.items()))
         messages = sum(int(h["count"]) for h in headers)
         self.metrics.read(batch_id, messages=messages)
-        ids = {part: {header_id(h[f"_{part}_header"]) for h in headers
-                      if h[f"_{part}_header"] is not None} for part in ("key", "value")}
-        if any(ids[p] - self._known(p) - {None} for p in ids):
-            self.schemas = resolve_schemas(self.config)  # a version registered while running
-            self.sync_table()
-        # Permissive: the decoded messages are read twice (dead letters, then the table).
-        with triaged(framed, self.schemas, mode=self.config.mode,
-                     cache=self.config.mode is Mode.PERMISSIVE) as sorted_messages:
-            dead_count = self._set_aside(sorted_messages.dead, batch_id)
-            changes = self._write(sorted_messages.rows, batch_id)
-        return (f"{messages} message(s), {changes}"
-                + (f", {dead_count} to the dead-letter table" if dead_count else ""))
+        topics = sorted(by_topic)
+        self.open(topics)
 
-    def _set_aside(self, dead: DataFrame | None, batch_id: int) -> int:
-        if dead is None or self.config.dead_letter is None:
-            return 0
-        dead = dead.persist()
-        try:
-            count = dead.count()
-            if count:
-                delta.append_changes(dead, self.config.dead_letter,
-                                     app_id=self.app_id, batch_id=batch_id)
-            return count
-        finally:
-            dead.unpersist()
+        def write(topic: str) -> str:
+            rows = by_topic[topic]
+            ids = {part: {header_id(h[f"_{part}_header"]) for h in rows
+                          if h[f"_{part}_header"] is not None} for part in ("key", "value")}
+            part = framed.where(F.col("topic") == topic) if len(topics) > 1 else framed
+            writer = self.tables[topic]
+            done = writer.apply(part, batch_id, ids=ids)
+            writer.upkeep(batch_id)
+            return done
 
-    def _write(self, changes: DataFrame, batch_id: int) -> str:
-        """Write the batch's rows; what the commit did, for the batch's log line."""
-        path, columns = self.config.table_path, [f.name for f in self.columns.fields]
-        if self.schemas.key is None:
-            delta.append_changes(changes.select(*columns), path, app_id=self.app_id,
-                                 batch_id=batch_id)
-            return self._appended()
-        keys = self.schemas.key.field_names()
-        merged = delta.merge_changes(self.spark, path,
-                                     changes=last_change_per_key(changes, keys),
-                                     key_columns=keys, columns=columns, app_id=self.app_id,
-                                     batch_id=batch_id)
-        if merged is None:
-            return _SKIPPED
-        self.version = delta.committed_version(self.spark, path)
-        self.metrics.applied(merged, keyed=True)
-        return (f"table version {self.version}: inserted {merged['numTargetRowsInserted']}, "
-                f"updated {merged['numTargetRowsUpdated']}, deleted "
-                f"{merged['numTargetRowsDeleted']}")
-
-    def _latest_version(self) -> int:
-        last = DeltaTable.forPath(self.spark, self.config.table_path).history(1).select(
-            "version").first()
-        assert last is not None  # a table has at least its creation commit
-        return int(last[0])
-
-    def _appended(self) -> str:
-        """What an append did (the table's newest commit; none when Delta skipped a write it
-        already had): an append returns no counts, so they come from the history."""
-        last = DeltaTable.forPath(self.spark, self.config.table_path).history(1).select(
-            "version", "operationMetrics").first()
-        assert last is not None
-        if int(last[0]) == self.version:
-            return _SKIPPED
-        self.version = int(last[0])
-        metrics: dict[str, Any] = last[1] or {}
-        self.metrics.applied(metrics, keyed=False)
-        return f"table version {last[0]}: appended {metrics.get('numOutputRows', '?')}"
-
-
-_SKIPPED = "already in the table (a re-run batch: skipped)"
+        done = self._each(topics, write)
+        if not self.config.many:
+            return f"{messages} message(s), {done[topics[0]]}"
+        for topic in topics:
+            count = sum(int(h["count"]) for h in by_topic[topic])
+            log(f"batch {batch_id} table {self.tables[topic].name}: {count} message(s), "
+                f"{done[topic]}")
+        return f"{messages} message(s) into {len(topics)} table(s)"
 
 
 def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
-    """Everything before the first micro-batch: schemas, broker and topic, checkpoint, the
-    table (created, or checked, given deletion vectors when asked, and evolved), the
-    dead-letter table.
+    """Everything before the first micro-batch: broker and topics, checkpoint, and for every
+    listed topic its schemas and table (created, or checked, given deletion vectors when
+    asked, and evolved) and dead-letter table. Topics of a ``--topic-pattern`` get theirs
+    when their first messages come.
 
     Raises:
         JobError: unknown topic/subject, unreachable registry or broker, a checkpoint of
             another stream, a path that holds something else than this topic's table, a table
             with deletion vectors under ``--deletion-vectors off``.
     """
-    schemas = resolve_schemas(config)
-    kafka_check.check_topic(config.bootstrap_servers, config.topic, kafka=config.kafka)
-    versions = delta.version_schemas(spark, schemas)
-    latest = delta.table_schema(spark, schemas)
-    exists = delta.check_table(spark, config.table_path, topic=config.topic, versions=versions,
-                               latest=latest)
-    vectors = upkeep.deletion_vectors(spark, config.table_path) if exists else None
-    if vectors is not None:
-        upkeep.check_readers(vectors, config.table_path, wanted=config.deletion_vectors)
+    subscription = config.subscription()
+    for topic in subscription.names:
+        kafka_check.check_topic(config.bootstrap_servers, topic, kafka=config.kafka)
+    if subscription.pattern is not None:
+        kafka_check.check_broker(config.bootstrap_servers, kafka=config.kafka)
     app_id = claim_checkpoint(spark, config)
-    keyed = schemas.key is not None
-    if vectors is None:
-        delta.create_table(spark, config.table_path, topic=config.topic, schema=latest,
-                           deletion_vectors=upkeep.for_new_table(config.deletion_vectors,
-                                                                 keyed=keyed))
-    elif note := upkeep.settle_deletion_vectors(spark, config.table_path, state=vectors,
-                                                wanted=config.deletion_vectors, keyed=keyed):
-        _log(note)
-    if config.dead_letter is not None:
-        delta.check_dead_letter_table(spark, config.dead_letter)
-    applier = BatchApplier(spark, config, schemas=schemas, app_id=app_id)
-    applier.sync_table()
+    applier = BatchApplier(spark, config, app_id=app_id)
+    try:
+        applier.open(list(subscription.names))
+    except BaseException:
+        applier.close()
+        raise
     return applier
 
 
@@ -230,7 +237,7 @@ def _start(spark: SparkSession, config: StreamConfig, *, applier: BatchApplier
            ) -> StreamingQuery:
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", config.bootstrap_servers)
-              .option("subscribe", config.topic)
+              .option(*config.subscription().spark_option())
               .option("startingOffsets", config.starting_offsets)
               .option("failOnDataLoss", "true")
               .options(**config.kafka.spark_options()))
@@ -258,8 +265,8 @@ def run(spark: SparkSession, config: StreamConfig, *, stop: threading.Event | No
     applier.metrics.export(spark, host=config.metrics_host, port=config.metrics_port)
     try:
         query = _start(spark, config, applier=applier)
-        _log(f"{config.topic} -> {config.table_path} ({config.trigger}, checkpoint "
-             f"{config.checkpoint})")
+        log(f"{config.subscription()} -> {config.tables_described()} ({config.trigger}, "
+            f"checkpoint {config.checkpoint})")
         # pyspark annotates the timeout as int, but takes any positive number of seconds
         # (its own check is isinstance(timeout, (int, float))).
         while not query.awaitTermination(_POLL_SECONDS):  # type: ignore[arg-type]
@@ -273,8 +280,9 @@ def run(spark: SparkSession, config: StreamConfig, *, stop: threading.Event | No
         raise JobError(one_line(exc)) from exc
     finally:
         applier.metrics.close()
+        applier.close()
     if applier.failure is not None:
         raise applier.failure
     if applier.interrupted is not None:
-        _log(f"stopped during batch {applier.interrupted}: it is applied at the next start "
+        log(f"stopped during batch {applier.interrupted}: it is applied at the next start "
              f"(the checkpoint has not committed it)")

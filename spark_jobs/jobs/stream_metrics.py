@@ -70,16 +70,16 @@ def partition_lag(*, end_offset: str | None, latest_offset: str | None
 
 @dataclass
 class _Counts:
-    """Messages read and rows changed."""
+    """Messages read, and rows changed by (table, change)."""
 
     messages: int = 0
-    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHANGES, 0))
+    rows: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def add(self, other: _Counts) -> None:
         """Add `other`'s numbers to these."""
         self.messages += other.messages
-        for change, value in other.rows.items():
-            self.rows[change] += value
+        for key, value in other.rows.items():
+            self.rows[key] = self.rows.get(key, 0) + value
 
 
 @dataclass
@@ -96,6 +96,10 @@ class _State:
     last_batch_id: int = -1
     last_batch_seconds: float = 0.0
     lag: dict[tuple[str, int], int] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)  # topic -> its table's name
+    # By table: seconds its last write took, and the value schema id it was written with.
+    table_seconds: dict[str, float] = field(default_factory=dict)
+    schema_ids: dict[str, int] = field(default_factory=dict)
 
 
 class _Listener(StreamingQueryListener):
@@ -138,6 +142,8 @@ class _Collector(Collector):
             state = self.metrics.state
             rows = dict(state.done.rows)
             lag = dict(state.lag)
+            tables = dict(state.tables)
+            seconds, schema_ids = dict(state.table_seconds), dict(state.schema_ids)
             numbers = (state.batches, state.done.messages, state.last_batch_id,
                        state.last_batch_seconds)
         batches, messages, last_id, last_seconds = numbers
@@ -150,17 +156,30 @@ class _Collector(Collector):
         changed = CounterMetricFamily(
             "flatavro_stream_rows", "Table rows the stream's Delta commits changed (Delta's "
             "operation metrics; an append of a keyless topic counts as inserted)",
-            labels=["change"])
-        for change in CHANGES:
-            changed.add_metric([change], rows[change])
+            labels=["table", "change"])
+        for table in sorted(set(tables.values())):
+            for change in CHANGES:
+                changed.add_metric([table, change], rows.get((table, change), 0))
         yield changed
         behind = GaugeMetricFamily(
             "flatavro_stream_lag", "Messages between the partition's latest offset (when the "
             "last micro-batch was planned) and the last processed offset",
-            labels=["topic", "partition"])
+            labels=["topic", "partition", "table"])
         for (topic, partition), value in sorted(lag.items()):
-            behind.add_metric([topic, str(partition)], value)
+            behind.add_metric([topic, str(partition), tables.get(topic, "")], value)
         yield behind
+        took = GaugeMetricFamily("flatavro_stream_table_last_batch_seconds",
+                                 "How long the table's part of its last micro-batch took",
+                                 labels=["table"])
+        for table, took_seconds in sorted(seconds.items()):
+            took.add_metric([table], took_seconds)
+        yield took
+        schema = GaugeMetricFamily("flatavro_stream_table_schema_id",
+                                   "The registry id of the value schema the table has the "
+                                   "columns of", labels=["table"])
+        for table, schema_id in sorted(schema_ids.items()):
+            schema.add_metric([table], schema_id)
+        yield schema
         yield GaugeMetricFamily("flatavro_stream_last_batch_id",
                                 "Id of the last completed micro-batch (-1: none yet)",
                                 value=last_id)
@@ -211,8 +230,16 @@ class StreamMetrics:
             self.state.current = batch_id
             self.state.running[batch_id] = _Counts(messages=messages)
 
-    def applied(self, operation_metrics: Mapping[str, Any], *, keyed: bool) -> None:
-        """The micro-batch of the last `read` committed to the table (Delta's
+    def table(self, topic: str, table: str, *, schema_id: int) -> None:
+        """`topic`'s table is named `table` (its label) and has the columns of value schema
+        `schema_id` (again after an evolution)."""
+        with self.lock:
+            self.state.tables[topic] = table
+            self.state.schema_ids[table] = schema_id
+
+    def applied(self, operation_metrics: Mapping[str, Any], *, keyed: bool, table: str
+                ) -> None:
+        """The micro-batch of the last `read` committed to `table` (Delta's
         ``operationMetrics``: a MERGE for a keyed topic, an append for a keyless one)."""
         names = _MERGE_METRICS if keyed else _APPEND_METRICS
         counted = {change: int(operation_metrics.get(name) or 0)
@@ -220,7 +247,12 @@ class StreamMetrics:
         with self.lock:
             running = self.state.running.setdefault(self.state.current, _Counts())
             for change, value in counted.items():
-                running.rows[change] += value
+                running.rows[table, change] = running.rows.get((table, change), 0) + value
+
+    def took(self, table: str, seconds: float) -> None:
+        """`table`'s part of the current micro-batch took `seconds`."""
+        with self.lock:
+            self.state.table_seconds[table] = seconds
 
     def export(self, spark: SparkSession, *, host: str, port: int | None) -> None:
         """With a `port`: follow the next query started in `spark` (call just before starting

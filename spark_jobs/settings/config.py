@@ -12,6 +12,7 @@ from typing import NoReturn, Protocol
 
 from spark_jobs.errors import JobError
 from spark_jobs.settings.kafka import KafkaSettings
+from spark_jobs.settings.tables import PathTemplate, Topics
 
 __all__ = ["DEFAULT_OPTIMIZE_EVERY", "JobConfig", "Mode", "OutputFormat", "SchemaSource",
            "StreamConfig", "parse_args", "parse_stream_args", "registry_url_from_env"]
@@ -229,6 +230,9 @@ _SWITCH = {"on": True, "off": False}
 DEFAULT_OPTIMIZE_EVERY = 100
 """Micro-batches between two ``OPTIMIZE`` runs of the stream's table (``--optimize-every``)."""
 
+DEFAULT_PARALLEL_TABLES = 4
+"""Tables of one micro-batch written at the same time (``--parallel-tables``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class StreamConfig:
@@ -253,6 +257,37 @@ class StreamConfig:
     kafka: KafkaSettings = KafkaSettings()  # --kafka-config over FLATAVRO_KAFKA_*
     metrics_port: int | None = None  # None: no Prometheus endpoint
     metrics_host: str = "127.0.0.1"
+    # Whole-database mode (--topics / --topic-pattern with --table-path-template): `topic` and
+    # `table_path` are empty, each topic's table (and dead-letter table) from the templates.
+    topics: Topics | None = None
+    table_template: PathTemplate | None = None
+    dead_letter_template: PathTemplate | None = None
+    parallel_tables: int = DEFAULT_PARALLEL_TABLES
+
+    @property
+    def many(self) -> bool:
+        """Whole-database mode: each topic's table from `table_template`."""
+        return self.table_template is not None
+
+    def subscription(self) -> Topics:
+        """The topics the stream reads."""
+        return self.topics if self.topics is not None else Topics(names=(self.topic,))
+
+    def table_for(self, *, topic: str, database: str, table: str) -> str:
+        """Where `topic`'s table is (`database` and `table` from its value schema)."""
+        if self.table_template is None:
+            return self.table_path
+        return self.table_template.render(topic=topic, database=database, table=table)
+
+    def dead_letter_for(self, *, topic: str, database: str, table: str) -> str | None:
+        """Where `topic`'s bad messages go in permissive mode (None: failfast)."""
+        if self.dead_letter_template is None:
+            return self.dead_letter
+        return self.dead_letter_template.render(topic=topic, database=database, table=table)
+
+    def tables_described(self) -> str:
+        """The table path, or the template, for log lines."""
+        return str(self.table_template) if self.table_template is not None else self.table_path
 
 
 STREAM_DESCRIPTION = """\
@@ -277,15 +312,26 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     """Parse the streaming job's command line (exit 2 with one line on bad usage)."""
     parser = _Parser(prog="python -m spark_jobs.stream", description=STREAM_DESCRIPTION,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--topic", required=True, help="the flat-avro topic")
+    _add_topics(parser)
     parser.add_argument("--bootstrap-servers", required=True, help="the Kafka brokers")
     parser.add_argument("--kafka-config", metavar="FILE", help=KAFKA_CONFIG_HELP)
     _add_schema_source(parser)
-    parser.add_argument("--table-path", required=True, metavar="PATH",
-                        help="the Delta table (created when absent)")
+    tables = parser.add_mutually_exclusive_group(required=True)
+    tables.add_argument("--table-path", metavar="PATH",
+                        help="--topic's Delta table (created when absent)")
+    tables.add_argument("--table-path-template", metavar="TEMPLATE",
+                        help="each topic's Delta table (created when absent), e.g. "
+                             "'s3a://lake/{database}/{table}': {database} and {table} are the "
+                             "value schema's database (its namespace after the first '.') and "
+                             "record name, as TiCDC writes them; {topic} the topic")
     parser.add_argument("--checkpoint", required=True, metavar="PATH",
                         help="Spark's checkpoint: Kafka offsets and committed batches; one "
-                             "per topic and table")
+                             "per stream (its topics and tables)")
+    parser.add_argument("--parallel-tables", type=_positive, default=DEFAULT_PARALLEL_TABLES,
+                        metavar="N",
+                        help=f"write at most N tables of a micro-batch at the same time "
+                             f"(default {DEFAULT_PARALLEL_TABLES}; Spark's FAIR scheduler "
+                             f"shares the executors among them)")
     parser.add_argument("--trigger", type=_trigger, default=Trigger(),
                         metavar="available-now|processing-time=<n> seconds",
                         help="available-now: apply what the topic holds, then exit 0; "
@@ -304,16 +350,53 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     args = parser.parse_args(argv)
     _check_schema_source(parser, args)
     mode = _mode(parser, args)
+    topics, templates = _many(parser, args)
     return StreamConfig(
-        topic=args.topic, bootstrap_servers=args.bootstrap_servers, table_path=args.table_path,
-        checkpoint=args.checkpoint, service_url=args.service_url,
+        topic=args.topic or "", bootstrap_servers=args.bootstrap_servers,
+        table_path=args.table_path or "", checkpoint=args.checkpoint,
+        service_url=args.service_url,
         registry_url=args.registry_url, trigger=args.trigger,
         starting_offsets=args.starting_offsets,
         max_offsets_per_trigger=args.max_offsets_per_trigger, mode=mode,
         dead_letter=args.dead_letter, master=args.master,
         deletion_vectors=_SWITCH.get(args.deletion_vectors),
         optimize_every=args.optimize_every, kafka=_kafka(parser, args),
-        metrics_port=args.metrics_port, metrics_host=args.metrics_host)
+        metrics_port=args.metrics_port, metrics_host=args.metrics_host, topics=topics,
+        table_template=templates[0], dead_letter_template=templates[1],
+        parallel_tables=args.parallel_tables)
+
+
+def _add_topics(parser: argparse.ArgumentParser) -> None:
+    """One topic, a list, or a pattern."""
+    topics = parser.add_mutually_exclusive_group(required=True)
+    topics.add_argument("--topic", help="the flat-avro topic (with --table-path, or a "
+                                        "template)")
+    topics.add_argument("--topics", metavar="A,B,...",
+                        help="several flat-avro topics, one table each (--table-path-template)")
+    topics.add_argument("--topic-pattern", metavar="REGEX",
+                        help="every topic whose whole name matches REGEX (Kafka's "
+                             "subscribePattern, e.g. 'tidb_shop_.*'), one table each "
+                             "(--table-path-template); topics created later are picked up "
+                             "while the stream runs")
+
+
+def _many(parser: argparse.ArgumentParser, args: argparse.Namespace
+          ) -> tuple[Topics | None, tuple[PathTemplate | None, PathTemplate | None]]:
+    """The topics and the table and dead-letter templates of whole-database mode."""
+    if args.table_path is not None:
+        if args.topic is None:
+            parser.error("--table-path is for one --topic; several topics need "
+                         "--table-path-template")
+        return None, (None, None)
+    try:
+        topics = (Topics.parse_pattern(args.topic_pattern) if args.topic_pattern is not None
+                  else Topics.parse_list(args.topics or args.topic))
+        table = PathTemplate.parse(args.table_path_template, option="--table-path-template")
+        dead = None if args.dead_letter is None else PathTemplate.parse(
+            args.dead_letter, option="--dead-letter (a template, as --table-path-template)")
+    except ValueError as exc:
+        parser.error(str(exc))
+    return topics, (table, dead)
 
 
 def _port(text: str) -> int:

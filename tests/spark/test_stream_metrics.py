@@ -23,6 +23,9 @@ from tests.spark.test_stream import ITEMS_V1, change, create_topic, send, stream
 from tests.support.harness import free_port
 from tests.support.parts import Broker
 
+TABLE = "shop.items"
+"""The table label: the value schema's database and record name (ITEMS_V1's shop.items)."""
+
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
@@ -34,6 +37,12 @@ def scrape(port: int) -> Samples:
 
 def value(samples: Samples, name: str, **labels: str) -> float:
     return samples[(name, tuple(sorted(labels.items())))]
+
+
+def table_rows(samples: Samples, change: str) -> dict[str, float]:
+    """``flatavro_stream_rows_total`` of `change` by table."""
+    return {dict(labels)["table"]: number for (name, labels), number in samples.items()
+            if name == "flatavro_stream_rows_total" and dict(labels)["change"] == change}
 
 
 def lag(samples: Samples, topic: str) -> dict[int, float]:
@@ -102,7 +111,7 @@ def test_metrics_follow_the_batches_rows_and_lag_while_the_query_runs(
                         + sum(lag(samples, topic).values())) == 9
         assert [s for s in seen if sum(lag(s, topic).values()) > 0], "no scrape saw a lag"
         assert set(lag(first, topic)) == {0, 1, 2}
-        assert value(first, "flatavro_stream_rows_total", change="inserted") == 9
+        assert table_rows(first, "inserted") == {TABLE: 9}
 
         # Changes to existing rows, one per key: 3 updates and 2 deletes whatever the batching.
         send(kafka, service, topic, [change("update", 1, "u1", "1.10"),
@@ -111,9 +120,13 @@ def test_metrics_follow_the_batches_rows_and_lag_while_the_query_runs(
                                      change("delete", 4), change("delete", 5)])
         last = wait_for(port, lambda s: value(s, "flatavro_stream_messages_total") == 14
                         and set(lag(s, topic).values()) == {0}, seen=seen, runner=thread)
-        assert {change: value(last, "flatavro_stream_rows_total", change=change)
+        assert {change: table_rows(last, change)[TABLE]
                 for change in ("inserted", "updated", "deleted")} == {
             "inserted": 9, "updated": 3, "deleted": 2}
+        assert value(last, "flatavro_stream_table_last_batch_seconds", table=TABLE) > 0
+        assert value(last, "flatavro_stream_table_schema_id", table=TABLE) >= 1
+        assert {dict(labels)["table"] for (name, labels) in last
+                if name == "flatavro_stream_lag"} == {TABLE}
         batches = committed_batches(config)
         assert value(last, "flatavro_stream_batches_total") == len(batches) >= 5
         assert value(last, "flatavro_stream_last_batch_id") == batches[-1]

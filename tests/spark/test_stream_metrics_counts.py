@@ -42,13 +42,23 @@ def test_lag_is_latest_minus_end_per_partition() -> None:
     assert partition_lag(end_offset=None, latest_offset=offsets(p0=1)) == {}
 
 
+TABLE = (("table", "shop.orders"),)
+LAG0 = (("partition", "0"), ("table", "shop.orders"), ("topic", "orders"))
+
+
+def rows(change: str, table: str = "shop.orders") -> tuple[tuple[str, str], ...]:
+    return (("change", change), ("table", table))
+
+
 def test_a_batch_counts_when_spark_reports_it_complete() -> None:
     metrics = StreamMetrics()
+    metrics.table("orders", "shop.orders", schema_id=3)
     metrics.read(0, messages=4)
     metrics.applied({"numTargetRowsInserted": "3", "numTargetRowsUpdated": "1",
-                     "numTargetRowsDeleted": "0"}, keyed=True)
+                     "numTargetRowsDeleted": "0"}, keyed=True, table="shop.orders")
+    metrics.took("shop.orders", 0.75)
     metrics.read(1, messages=2)  # batch 1 began before the listener heard of batch 0
-    metrics.applied({"numTargetRowsDeleted": "2"}, keyed=True)
+    metrics.applied({"numTargetRowsDeleted": "2"}, keyed=True, table="shop.orders")
     before = scrape(metrics)
     assert before[("flatavro_stream_messages_total", ())] == 0
     assert before[("flatavro_stream_last_batch_id", ())] == -1
@@ -57,35 +67,63 @@ def test_a_batch_counts_when_spark_reports_it_complete() -> None:
     first = scrape(metrics)
     assert first[("flatavro_stream_batches_total", ())] == 1
     assert first[("flatavro_stream_messages_total", ())] == 4
-    assert first[("flatavro_stream_rows_total", (("change", "inserted"),))] == 3
-    assert first[("flatavro_stream_rows_total", (("change", "deleted"),))] == 0
-    assert first[("flatavro_stream_lag", (("partition", "0"), ("topic", "orders")))] == 2
+    assert first[("flatavro_stream_rows_total", rows("inserted"))] == 3
+    assert first[("flatavro_stream_rows_total", rows("deleted"))] == 0
+    assert first[("flatavro_stream_lag", LAG0)] == 2
     assert first[("flatavro_stream_last_batch_seconds", ())] == 1.25
+    assert first[("flatavro_stream_table_last_batch_seconds", TABLE)] == 0.75
+    assert first[("flatavro_stream_table_schema_id", TABLE)] == 3
 
     metrics.progressed(progress(1, end=offsets(p0=6), latest=offsets(p0=6)))
     metrics.progressed(progress(1, end=offsets(p0=6), latest=offsets(p0=6)))  # heard twice
     second = scrape(metrics)
     assert second[("flatavro_stream_batches_total", ())] == 2
     assert second[("flatavro_stream_messages_total", ())] == 6
-    assert second[("flatavro_stream_rows_total", (("change", "deleted"),))] == 2
-    assert second[("flatavro_stream_lag", (("partition", "0"), ("topic", "orders")))] == 0
+    assert second[("flatavro_stream_rows_total", rows("deleted"))] == 2
+    assert second[("flatavro_stream_lag", LAG0)] == 0
 
 
 def test_an_idle_report_moves_only_the_lag_and_an_append_counts_as_inserted() -> None:
     metrics = StreamMetrics()
+    metrics.table("orders", "shop.orders", schema_id=1)
     metrics.read(0, messages=3)
-    metrics.applied({"numOutputRows": "3"}, keyed=False)
+    metrics.applied({"numOutputRows": "3"}, keyed=False, table="shop.orders")
     metrics.progressed(progress(0, end=offsets(p0=3, p1=0), latest=offsets(p0=5, p1=1)))
     metrics.progressed(progress(1, end=offsets(p0=5, p1=1), latest=offsets(p0=5, p1=1),
                                 ran=False))
     idle = scrape(metrics)
     assert idle[("flatavro_stream_batches_total", ())] == 1
-    assert idle[("flatavro_stream_rows_total", (("change", "inserted"),))] == 3
+    assert idle[("flatavro_stream_rows_total", rows("inserted"))] == 3
     assert {labels: v for (name, labels), v in idle.items() if name == "flatavro_stream_lag"} == {
-        (("partition", "0"), ("topic", "orders")): 0, (("partition", "1"), ("topic", "orders")): 0}
+        LAG0: 0, (("partition", "1"), ("table", "shop.orders"), ("topic", "orders")): 0}
     metrics.progressed(progress(1, end=offsets(p0=5), latest=offsets(p0=8)))
     metrics.caught_up()
-    assert scrape(metrics)[("flatavro_stream_lag", (("partition", "0"), ("topic", "orders")))] == 0
+    assert scrape(metrics)[("flatavro_stream_lag", LAG0)] == 0
+
+
+def test_each_table_has_its_own_rows_and_an_unnamed_topic_lags_without_one() -> None:
+    metrics = StreamMetrics()
+    metrics.table("tidb_shop_a", "shop.a", schema_id=1)
+    metrics.table("tidb_shop_b", "shop.b", schema_id=2)
+    metrics.read(0, messages=5)
+    metrics.applied({"numTargetRowsInserted": "2"}, keyed=True, table="shop.a")
+    metrics.applied({"numOutputRows": "3"}, keyed=False, table="shop.b")
+    metrics.progressed(SimpleNamespace(
+        batchId=0, batchDuration=10, durationMs={"addBatch": 1},
+        sources=[SimpleNamespace(endOffset=json.dumps({"tidb_shop_a": {"0": 2},
+                                                       "tidb_shop_c": {"0": 1}}),
+                                 latestOffset=json.dumps({"tidb_shop_a": {"0": 4},
+                                                          "tidb_shop_c": {"0": 1}}))]))
+    samples = scrape(metrics)
+    assert {labels: v for (name, labels), v in samples.items()
+            if name == "flatavro_stream_rows_total" and v} == {
+        rows("inserted", "shop.a"): 2, rows("inserted", "shop.b"): 3}
+    assert samples[("flatavro_stream_rows_total", rows("deleted", "shop.b"))] == 0
+    assert samples[("flatavro_stream_lag", (("partition", "0"), ("table", "shop.a"),
+                                            ("topic", "tidb_shop_a")))] == 2
+    assert samples[("flatavro_stream_lag", (("partition", "0"), ("table", ""),
+                                            ("topic", "tidb_shop_c")))] == 0
+    assert samples[("flatavro_stream_table_schema_id", (("table", "shop.b"),))] == 2
 
 
 def test_metrics_options_default_to_none_on_loopback() -> None:

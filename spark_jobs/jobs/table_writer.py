@@ -1,0 +1,241 @@
+"""One topic's Delta table in the stream: `open_table` checks or creates it before its first
+write; a `TableWriter` applies the topic's part of each micro-batch (schema evolution, dead
+letters, MERGE by key or append) and runs its OPTIMIZE cadence.
+
+Each table is exactly once on its own: every write carries (the table's app id, the batch id)
+as Delta's ``txnAppId``/``txnVersion``, so when Spark re-runs a batch after a crash, a table that
+committed it already skips it and one that had not applies it. A MERGE reads that pair from its
+session's settings: each table writes through its own session (``SparkSession.newSession``,
+sharing the SparkContext), so tables written at the same time never see each other's pair.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_jobs.decoding.bad_messages import triaged
+from spark_jobs.decoding.registry import resolve_schemas
+from spark_jobs.decoding.schemas import TopicVersions
+from spark_jobs.decoding.transforms import last_change_per_key
+from spark_jobs.errors import JobError
+from spark_jobs.jobs.stream_metrics import StreamMetrics
+from spark_jobs.settings.config import Mode, StreamConfig
+from spark_jobs.sinks import delta, upkeep
+
+__all__ = ["TableWriter", "open_table", "SKIPPED"]
+
+SKIPPED = "already in the table (a re-run batch: skipped)"
+
+
+def log(text: str) -> None:
+    """One line of the stream's log (stderr)."""
+    print(f"stream: {text}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """Where one topic's rows go."""
+
+    topic: str
+    name: str  # database.table (the label of metrics and log lines)
+    path: str
+    dead_letter: str | None
+
+
+def _place(config: StreamConfig, *, topic: str, schemas: TopicVersions) -> _Place:
+    database, table = schemas.value.table_name()
+    if config.many and not database and config.table_template is not None and (
+            config.table_template.uses("database")):
+        raise JobError(f"topic {topic}: its value schema's namespace "
+                       f"{_namespace(schemas)!r} names no database (TiCDC writes "
+                       f"'<namespace>.<database>'), which --table-path-template "
+                       f"{config.table_template} needs")
+    name = f"{database}.{table}" if database else table
+    path = config.table_for(topic=topic, database=database, table=table)
+    return _Place(topic, name, path,
+                  config.dead_letter_for(topic=topic, database=database, table=table))
+
+
+def _namespace(schemas: TopicVersions) -> str:
+    return str(json.loads(schemas.value.latest).get("namespace") or "")
+
+
+def open_table(spark: SparkSession, config: StreamConfig, *, topic: str, app_id: str,
+               metrics: StreamMetrics) -> TableWriter:
+    """Everything before `topic`'s first write: its schemas, its table (created, or checked,
+    given deletion vectors when asked, and evolved), its dead-letter table.
+
+    Raises:
+        JobError: unknown subject, unreachable registry, a path that holds something else
+            than this topic's table, a table with deletion vectors under
+            ``--deletion-vectors off``, a template that needs a database the schema lacks.
+    """
+    schemas = resolve_schemas(config, topic)
+    place = _place(config, topic=topic, schemas=schemas)
+    session = spark.newSession()
+    versions = delta.version_schemas(session, schemas)
+    latest = delta.table_schema(session, schemas)
+    exists = delta.check_table(session, place.path, topic=topic, versions=versions,
+                               latest=latest)
+    vectors = upkeep.deletion_vectors(session, place.path) if exists else None
+    if vectors is not None:
+        upkeep.check_readers(vectors, place.path, wanted=config.deletion_vectors)
+    keyed = schemas.key is not None
+    if vectors is None:
+        delta.create_table(session, place.path, topic=topic, schema=latest,
+                           deletion_vectors=upkeep.for_new_table(config.deletion_vectors,
+                                                                 keyed=keyed))
+    elif note := upkeep.settle_deletion_vectors(session, place.path, state=vectors,
+                                                wanted=config.deletion_vectors, keyed=keyed):
+        log(note)
+    if place.dead_letter is not None:
+        delta.check_dead_letter_table(session, place.dead_letter)
+    writer = TableWriter(session, config, place=place, schemas=schemas,
+                         app_id=f"{app_id}-{topic}" if config.many else app_id, metrics=metrics)
+    writer.sync_table()
+    return writer
+
+
+class TableWriter:
+    """Applies one topic's part of each micro-batch to its table (driver side)."""
+
+    def __init__(self, session: SparkSession, config: StreamConfig, *, place: _Place,
+                 schemas: TopicVersions, app_id: str, metrics: StreamMetrics) -> None:
+        """Write `place`'s table through `session` (its own), as `app_id` (Delta's app id for
+        idempotent writes)."""
+        self.spark, self.config, self.place, self.app_id = session, config, place, app_id
+        self.schemas = schemas
+        self.metrics = metrics
+        self.columns = DeltaTable.forPath(session, place.path).toDF().schema
+        self.version = self._latest_version()
+        # Counts the batches the table is written in, for its OPTIMIZE cadence: from the id of
+        # the first batch this process writes, so a table written in every batch compacts after
+        # the same batches across restarts; many tables are shifted by a number from their
+        # name, so that their OPTIMIZEs do not all fall on one micro-batch.
+        self.written: int | None = None
+        every = config.optimize_every
+        self.shift = zlib.crc32(place.name.encode()) % every if config.many and every else 0
+        metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
+
+    @property
+    def topic(self) -> str:
+        """The topic."""
+        return self.place.topic
+
+    @property
+    def path(self) -> str:
+        """The table's location."""
+        return self.place.path
+
+    @property
+    def name(self) -> str:
+        """``database.table``, as the value schema names it."""
+        return self.place.name
+
+    def sync_table(self) -> None:
+        """Evolve the table to the latest value version's columns, if they differ."""
+        want = delta.table_schema(self.spark, self.schemas)
+        evolution = delta.plan_evolution(self.columns, want, subject=self.schemas.value.subject)
+        if evolution:
+            delta.evolve(self.spark, self.path, evolution=evolution, subject=self.schemas.value)
+            self.version = self._latest_version()
+            log(f"table {self.path} now has the columns of {self.schemas.value.subject} "
+                f"schema id {self.schemas.value.latest_id} ({evolution})")
+            self.metrics.table(self.topic, self.name, schema_id=self.schemas.value.latest_id)
+        self.columns = want
+
+    def known(self, part: str) -> set[int]:
+        """The schema ids of the key or value subject the writer has."""
+        subject = getattr(self.schemas, part)
+        return set(subject.by_id) if subject is not None else set()
+
+    def apply(self, framed: DataFrame, batch_id: int, *, ids: dict[str, set[int | None]]
+              ) -> str:
+        """Write this topic's frames of micro-batch `batch_id` (`ids`: the key and value schema
+        ids among them); what was done, for the batch's log line."""
+        started = time.monotonic()
+        if any(ids[p] - self.known(p) - {None} for p in ids):
+            self.schemas = resolve_schemas(self.config, self.topic)  # registered meanwhile
+            self.sync_table()
+        mode = self.config.mode
+        # Permissive: the decoded messages are read twice (dead letters, then the table).
+        with triaged(framed, self.schemas, mode=mode,
+                     cache=mode is Mode.PERMISSIVE) as sorted_messages:
+            dead_count = self._set_aside(sorted_messages.dead, batch_id)
+            changes = self._write(sorted_messages.rows, batch_id)
+        self.metrics.took(self.name, time.monotonic() - started)
+        return changes + (f", {dead_count} to the dead-letter table" if dead_count else "")
+
+    def upkeep(self, batch_id: int) -> None:
+        """OPTIMIZE the table after every N-th batch it was written in (``--optimize-every``;
+        a table written in every batch: after batches N-1, 2N-1, ...), logged. A crash before
+        the batch commits re-runs it, OPTIMIZE included, which is harmless: a compacted table
+        has little or nothing left to compact."""
+        written = batch_id + self.shift if self.written is None else self.written
+        self.written = written + 1
+        if not upkeep.optimize_due(written, every=self.config.optimize_every):
+            return
+        started = time.monotonic()
+        compaction = upkeep.optimize(self.spark, self.path)
+        self.version = self._latest_version()  # a re-run batch must not report OPTIMIZE's commit
+        log(f"table {self.path} after batch {batch_id}: OPTIMIZE {compaction} in "
+            f"{time.monotonic() - started:.1f} s")
+
+    def _set_aside(self, dead: DataFrame | None, batch_id: int) -> int:
+        if dead is None or self.place.dead_letter is None:
+            return 0
+        dead = dead.persist()
+        try:
+            count = dead.count()
+            if count:
+                delta.append_changes(dead, self.place.dead_letter, app_id=self.app_id,
+                                     batch_id=batch_id)
+            return count
+        finally:
+            dead.unpersist()
+
+    def _write(self, changes: DataFrame, batch_id: int) -> str:
+        """Write the batch's rows; what the commit did, for the batch's log line."""
+        columns = [f.name for f in self.columns.fields]
+        if self.schemas.key is None:
+            delta.append_changes(changes.select(*columns), self.path, app_id=self.app_id,
+                                 batch_id=batch_id)
+            return self._appended()
+        keys = self.schemas.key.field_names()
+        merged = delta.merge_changes(self.spark, self.path,
+                                     changes=last_change_per_key(changes, keys),
+                                     key_columns=keys, columns=columns, app_id=self.app_id,
+                                     batch_id=batch_id)
+        if merged is None:
+            return SKIPPED
+        self.version = delta.committed_version(self.spark, self.path)
+        self.metrics.applied(merged, keyed=True, table=self.name)
+        return (f"table version {self.version}: inserted {merged['numTargetRowsInserted']}, "
+                f"updated {merged['numTargetRowsUpdated']}, deleted "
+                f"{merged['numTargetRowsDeleted']}")
+
+    def _latest_version(self) -> int:
+        last = DeltaTable.forPath(self.spark, self.path).history(1).select("version").first()
+        assert last is not None  # a table has at least its creation commit
+        return int(last[0])
+
+    def _appended(self) -> str:
+        """What an append did (the table's newest commit; none when Delta skipped a write it
+        already had): an append returns no counts, so they come from the history."""
+        last = DeltaTable.forPath(self.spark, self.path).history(1).select(
+            "version", "operationMetrics").first()
+        assert last is not None
+        if int(last[0]) == self.version:
+            return SKIPPED
+        self.version = int(last[0])
+        metrics: dict[str, Any] = last[1] or {}
+        self.metrics.applied(metrics, keyed=False, table=self.name)
+        return f"table version {last[0]}: appended {metrics.get('numOutputRows', '?')}"
