@@ -13,10 +13,17 @@ class JobError(ServiceError):
     code = "job_failed"
 
 
+_PY4J_PREAMBLE = "An error occurred while calling "
+
+
 def one_line(exc: BaseException) -> str:
-    """The first line of an exception's text (a Spark/JVM error without its Java trace)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """The first line of an exception's text (a Spark/JVM error without its Java trace: for a
+    py4j error, the Java exception's line rather than py4j's "An error occurred while
+    calling o123.execute.")."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith(_PY4J_PREAMBLE):
+        return lines[1].removeprefix(": ")
+    return lines[0] if lines else type(exc).__name__
 
 
 def not_a_delta_table(path: str, *, topic: str) -> JobError:

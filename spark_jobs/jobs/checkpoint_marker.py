@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spark_jobs.errors import JobError
@@ -18,7 +19,7 @@ from spark_jobs.sources.files import Files, HadoopFiles, same_location
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CHECKPOINT_MARKER", "check_checkpoint", "claim_checkpoint"]
+__all__ = ["CHECKPOINT_MARKER", "Claim", "check_checkpoint", "claim_checkpoint"]
 
 CHECKPOINT_MARKER = "flatavro-stream.json"
 """Written into the checkpoint on first use: the topic, the table and the stream's id."""
@@ -55,7 +56,7 @@ def check_checkpoint(files: Files, config: StreamConfig) -> str | None:
     wanted_topics = want.get("topic", want.get("topics"))
     if topics != wanted_topics:
         raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream of "
-                       f"{_topics(claimed)}, not {_topics(want)}: give each stream its own "
+                       f"{_topics(claimed)}, not {wanted_topics}: give each stream its own "
                        f"--checkpoint (Spark cannot change a checkpoint's subscription)")
     if config.many:
         if claimed["tables"] != want["tables"]:
@@ -79,17 +80,34 @@ def _topics(claim: dict[str, str]) -> str:
     return f"topic {claim['topic']}" if "topic" in claim else claim["topics"]
 
 
-def claim_checkpoint(spark: SparkSession, config: StreamConfig) -> str:
-    """The stream's app id for Delta's idempotent writes (``flatavro-stream-<id>``), from the
-    checkpoint's marker, which is written on first use.
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The stream's id, and whether its checkpoint has no marker yet."""
+
+    stream_id: str
+    new: bool
+
+    @property
+    def app_id(self) -> str:
+        """Delta's app id for the stream's idempotent writes (``flatavro-stream-<id>``)."""
+        return f"flatavro-stream-{self.stream_id}"
+
+    def write(self, spark: SparkSession, config: StreamConfig) -> None:
+        """Write the marker into a new checkpoint (once the start has passed every check)."""
+        if self.new:
+            files = HadoopFiles(spark)
+            files.write_text(_marker(config), text=json.dumps(
+                {**_claim(files, config), "id": self.stream_id}))
+
+
+def claim_checkpoint(spark: SparkSession, config: StreamConfig) -> Claim:
+    """The stream's id from the checkpoint's marker, or a new one for an unused checkpoint
+    (`Claim.write` writes its marker).
 
     Raises:
         JobError: as `check_checkpoint`.
     """
-    files = HadoopFiles(spark)
-    stream_id = check_checkpoint(files, config)
+    stream_id = check_checkpoint(HadoopFiles(spark), config)
     if stream_id is None:
-        stream_id = uuid.uuid4().hex
-        files.write_text(_marker(config), text=json.dumps(
-            {**_claim(files, config), "id": stream_id}))
-    return f"flatavro-stream-{stream_id}"
+        return Claim(uuid.uuid4().hex, new=True)
+    return Claim(stream_id, new=False)

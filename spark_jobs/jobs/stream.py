@@ -32,7 +32,7 @@ from spark_jobs.decoding.transforms import header_id, with_frames
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.jobs.checkpoint_marker import claim_checkpoint
 from spark_jobs.jobs.stream_metrics import StreamMetrics
-from spark_jobs.jobs.table_writer import TableWriter, log, open_table
+from spark_jobs.jobs.table_writer import TableWriter, locate, log, open_table
 from spark_jobs.settings.config import StreamConfig
 from spark_jobs.sources import kafka_check
 
@@ -75,24 +75,33 @@ class BatchApplier:
         """Let the table threads go (the query has ended)."""
         self._pool.shutdown(wait=True)
 
-    def open(self, topics: list[str]) -> None:
-        """Give each of `topics` its table writer (tables checked or created), in parallel.
+    def open(self, topics: list[str], *, check_topics: bool = False) -> None:
+        """Give each of `topics` its table writer (tables checked or created), in parallel;
+        with `check_topics`, each topic must exist (a topic a micro-batch names does).
 
         Raises:
             JobError: the first table that cannot be opened (naming its topic).
         """
         new = [t for t in topics if t not in self.tables]
-        opened = self._each(new, lambda topic: open_table(
-            self.spark, self.config, topic=topic, app_id=self.app_id, metrics=self.metrics))
-        claimed: dict[str, str] = {w.path.rstrip("/"): w.topic for w in self.tables.values()}
+        located = self._each(new, lambda topic: locate(self.config, topic=topic,
+                                                       check_topic=check_topics))
+        claimed = {w.path.rstrip("/"): w.topic for w in self.tables.values()}
+        names = {w.name: w.topic for w in self.tables.values()}
+        labels: dict[str, str | None] = {}
         for topic in new:
-            writer = opened[topic]
-            other = claimed.setdefault(writer.path.rstrip("/"), topic)
+            path = located[topic].path
+            other = claimed.setdefault(path.rstrip("/"), topic)
             if other != topic:
-                raise JobError(f"topics {other} and {topic} both go to the table {writer.path} "
+                raise JobError(f"topics {other} and {topic} both go to the table {path} "
                                f"(--table-path-template {self.config.table_template}): name "
                                f"{{topic}} in the template, or read them in two streams")
-            self.tables[topic] = writer
+            name = located[topic].place.name
+            labels[topic] = None if names.setdefault(name, topic) == topic else (
+                f"{name} ({topic})")
+        opened = self._each(new, lambda topic: open_table(
+            self.spark, self.config, located=located[topic], app_id=self.app_id,
+            metrics=self.metrics, label=labels[topic]))
+        self.tables.update(opened)
 
     def _each(self, topics: list[str], work: Any) -> dict[str, Any]:
         """`work(topic)` for each topic on the table threads (the calling thread's job group
@@ -219,14 +228,13 @@ def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
             with deletion vectors under ``--deletion-vectors off``.
     """
     subscription = config.subscription()
-    for topic in subscription.names:
-        kafka_check.check_topic(config.bootstrap_servers, topic, kafka=config.kafka)
     if subscription.pattern is not None:
         kafka_check.check_broker(config.bootstrap_servers, kafka=config.kafka)
-    app_id = claim_checkpoint(spark, config)
-    applier = BatchApplier(spark, config, app_id=app_id)
+    claim = claim_checkpoint(spark, config)
+    applier = BatchApplier(spark, config, app_id=claim.app_id)
     try:
-        applier.open(list(subscription.names))
+        applier.open(list(subscription.names), check_topics=True)
+        claim.write(spark, config)  # a refused start leaves the checkpoint as it was
     except BaseException:
         applier.close()
         raise

@@ -29,8 +29,9 @@ from spark_jobs.errors import JobError
 from spark_jobs.jobs.stream_metrics import StreamMetrics
 from spark_jobs.settings.config import Mode, StreamConfig
 from spark_jobs.sinks import delta, upkeep
+from spark_jobs.sources import kafka_check
 
-__all__ = ["TableWriter", "open_table", "SKIPPED"]
+__all__ = ["Located", "TableWriter", "locate", "open_table", "SKIPPED"]
 
 SKIPPED = "already in the table (a re-run batch: skipped)"
 
@@ -68,18 +69,46 @@ def _namespace(schemas: TopicVersions) -> str:
     return str(json.loads(schemas.value.latest).get("namespace") or "")
 
 
-def open_table(spark: SparkSession, config: StreamConfig, *, topic: str, app_id: str,
-               metrics: StreamMetrics) -> TableWriter:
-    """Everything before `topic`'s first write: its schemas, its table (created, or checked,
-    given deletion vectors when asked, and evolved), its dead-letter table.
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A topic's schemas and where its rows go, before its table is opened."""
+
+    schemas: TopicVersions
+    place: _Place
+
+    @property
+    def path(self) -> str:
+        """The table's location."""
+        return self.place.path
+
+
+def locate(config: StreamConfig, *, topic: str, check_topic: bool = False) -> Located:
+    """`topic`'s schemas and table location.
 
     Raises:
-        JobError: unknown subject, unreachable registry, a path that holds something else
-            than this topic's table, a table with deletion vectors under
-            ``--deletion-vectors off``, a template that needs a database the schema lacks.
+        JobError: unknown subject, unreachable registry or broker, a missing topic (with
+            `check_topic`), a template that needs a database the schema lacks.
     """
     schemas = resolve_schemas(config, topic)
-    place = _place(config, topic=topic, schemas=schemas)
+    if check_topic:
+        kafka_check.check_topic(config.bootstrap_servers, topic, kafka=config.kafka)
+    return Located(schemas, _place(config, topic=topic, schemas=schemas))
+
+
+def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, app_id: str,
+               metrics: StreamMetrics, label: str | None = None) -> TableWriter:
+    """Everything else before a topic's first write: its table (created, or checked, given
+    deletion vectors when asked, and evolved), its dead-letter table. `label` names the table
+    in metrics and logs when its ``database.table`` is another topic's too.
+
+    Raises:
+        JobError: a path that holds something else than this topic's table, a table with
+            deletion vectors under ``--deletion-vectors off``.
+    """
+    schemas, place = located.schemas, located.place
+    topic = place.topic
+    if label is not None:
+        place = _Place(topic, label, place.path, place.dead_letter)
     session = spark.newSession()
     versions = delta.version_schemas(session, schemas)
     latest = delta.table_schema(session, schemas)

@@ -212,7 +212,8 @@ def test_refusals_before_the_first_micro_batch(
     register(service, ITEMS_V1, "stream_refuse_2")
     create_topic(kafka, "stream_refuse_2")
     with pytest.raises(JobError, match="mirrors topic stream_refuse, not stream_refuse_2"):
-        stream_job.prepare(spark, StreamConfig(**{**_fields(config), "topic": "stream_refuse_2"}))
+        stream_job.prepare(spark, StreamConfig(**{**_fields(config), "topic": "stream_refuse_2",
+                                                  "checkpoint": str(tmp_path / "fresh")}))
     with pytest.raises(JobError, match="belongs to the stream of topic stream_refuse, not "
                                        "stream_refuse_2"):
         stream_job.prepare(spark, StreamConfig(**{

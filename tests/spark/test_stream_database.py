@@ -1,0 +1,220 @@
+"""A whole TiDB database in one stream: 20 tables, keyed and keyless, fed by `flatavro bridge`
+from one Canal-JSON topic into a topic per table, landed by one Spark application
+(``--topic-pattern`` with ``--table-path-template``) through SIGKILLs at seeded random moments,
+an ``ADD COLUMN`` on 5 tables and a table created mid-run; every table read back with delta-rs
+equals the source. Also: a topic list, per-table refusals, a table that cannot be applied
+stopping the job with one line and resuming after the fix."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from pyspark.sql import SparkSession
+
+from spark_jobs.errors import JobError
+from spark_jobs.jobs import stream as stream_job
+from spark_jobs.settings.config import StreamConfig, Trigger
+from spark_jobs.settings.tables import PathTemplate, Topics
+from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
+from tests.spark.test_stream import ITEMS_V1, change, create_topic, send
+from tests.spark.test_stream_recovery import kill_at_random
+from tests.support.canal_database import PARTITIONS, CanalDatabase, normal
+from tests.support.delta import read_delta
+from tests.support.parts import ROOT, Broker
+
+TABLES = [f"t{n:02d}" for n in range(20)]
+KEYLESS = {t for n, t in enumerate(TABLES) if n % 4 == 3}  # t03, t07, t11, t15, t19
+ALTERED = ["t00", "t03", "t06", "t09", "t12"]
+LATE = "t19"  # created while the stream runs
+
+
+def produce(broker: Broker, topic: str, by_partition: dict[int, list[bytes]]) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for partition, values in sorted(by_partition.items()):
+        for value in values:
+            producer.produce(topic, value=value, partition=partition)
+    assert producer.flush(30) == 0
+
+
+class Bridge:
+    """`flatavro bridge` running as it is deployed: one long-lived process (it follows each
+    table's DDL from the CREATE TABLE it saw), stopped with SIGTERM."""
+
+    def __init__(self, broker: Broker, source: str, registry: str, log: Path) -> None:
+        self.broker, self.source, self.group = broker, source, f"db-{source}"
+        self.log = log
+        with log.open("w") as out:
+            self.process = subprocess.Popen(
+                [str(Path(sys.executable).with_name("flatavro")), "bridge", "--protocol",
+                 "canal-json", "--source-topic", source, "--bootstrap-servers",
+                 broker.bootstrap, "--registry-url", registry, "--register", "--create-topics",
+                 "--group-id", self.group, "--instance-id", "test"],
+                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+    def drained(self, seconds: float = 180) -> None:
+        """Return once the bridge has committed every source message (its group's offsets
+        at the partitions' ends)."""
+        consumer = Consumer({"bootstrap.servers": self.broker.bootstrap,
+                             "group.id": self.group, "enable.auto.commit": False})
+        try:
+            partitions = [TopicPartition(self.source, p) for p in range(PARTITIONS)]
+            ends = [consumer.get_watermark_offsets(p, timeout=10)[1] for p in partitions]
+            deadline = time.monotonic() + seconds
+            while [c.offset for c in consumer.committed(partitions, timeout=10)] != ends:
+                assert self.process.poll() is None, self.log.read_text()[-3000:]
+                assert time.monotonic() < deadline, self.log.read_text()[-3000:]
+                time.sleep(0.5)
+        finally:
+            consumer.close()
+
+    def stop(self) -> None:
+        """SIGTERM, and the exit code 0 of a graceful stop."""
+        self.process.send_signal(signal.SIGTERM)
+        assert self.process.wait(60) == 0, self.log.read_text()[-3000:]
+
+
+def database_cli(tmp_path: Path, broker: Broker, http: httpx.Client, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "spark_jobs.stream", "--topic-pattern", "tidb_shop_t.*",
+            "--bootstrap-servers", broker.bootstrap, "--service-url", str(http.base_url),
+            "--table-path-template", str(tmp_path / "lake" / "{database}" / "{table}"),
+            "--checkpoint", str(tmp_path / "checkpoint"), "--master", "local[2]", *extra]
+
+
+def wait_in_log(process: subprocess.Popen[bytes], log: Path, text: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in log.read_text():
+        assert process.poll() is None, f"the stream exited early:\n{log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"no {text!r} in:\n{log.read_text()[-3000:]}"
+        time.sleep(0.2)
+
+
+def test_a_whole_database_lands_exactly_once_through_kills_an_alter_and_a_new_table(
+        kafka: Broker, service: httpx.Client, tmp_path: Path) -> None:  # noqa: F811
+    seed = int(os.environ.get("FLATAVRO_KILL_SEED", random.randrange(1 << 30)))
+    print(f"seed {seed} (FLATAVRO_KILL_SEED={seed} repeats this history and these kills)")
+    rng = random.Random(seed)
+    db, source = CanalDatabase(random.Random(seed)), "canal_shop"
+    registry = str(service.base_url).rstrip("/") + "/registry"
+    create_topic(kafka, source, PARTITIONS)
+    for table in TABLES:
+        if table != LATE:
+            db.create(table, keyed=table not in KEYLESS)
+            db.changes(table, 30)
+    produce(kafka, source, db.take())
+    bridge = Bridge(kafka, source, registry, tmp_path / "bridge.log")
+    bridge.drained()
+
+    command = database_cli(tmp_path, kafka, service, "--trigger", "processing-time=1 seconds",
+                           "--max-offsets-per-trigger", "300")
+    kill_at_random(command, rng, tmp_path / "first.log")
+
+    # The second run sees the ALTERs and the new table arrive while it streams.
+    log = tmp_path / "second.log"
+    with log.open("w") as err:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_in_log(process, log, "stream: batch", 240)
+        for table in ALTERED:
+            db.add_note(table)
+        db.create(LATE, keyed=False)
+        for table in TABLES:
+            db.changes(table, 12)
+        produce(kafka, source, db.take())
+        bridge.drained()
+        wait_in_log(process, log, f"table shop.{LATE}", 240)
+        time.sleep(rng.uniform(0, 4))
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(60)
+        bridge.stop()
+
+    done = subprocess.run(database_cli(tmp_path, kafka, service, "--trigger", "available-now"),
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for table in TABLES:
+        columns = db.columns(table)
+        got = read_delta(tmp_path / "lake" / "shop" / table).to_pylist()
+        assert normal(got, columns) == db.expected(table), table
+        if table in KEYLESS:  # a change log: each source row once
+            assert len({(r["_partition"], r["_offset"]) for r in got}) == len(got)
+        if table in ALTERED:
+            assert "note" in columns
+
+
+def many(tmp_path: Path, broker: Broker, http: httpx.Client, **changes: object
+         ) -> StreamConfig:
+    fields: dict[str, object] = dict(
+        topic="", bootstrap_servers=broker.bootstrap, service_url=str(http.base_url),
+        table_path="", checkpoint=str(tmp_path / "checkpoint"),
+        trigger=Trigger(available_now=True), topics=Topics(names=("db_a", "db_b")),
+        table_template=PathTemplate(str(tmp_path / "lake" / "{topic}")))
+    return StreamConfig(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def test_a_topic_list_lands_each_topic_in_its_table_and_a_bad_table_stops_with_one_line(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    for topic in ("db_a", "db_b"):
+        create_topic(kafka, topic)
+        register(service, ITEMS_V1, topic)
+    send(kafka, service, "db_a", [change("insert", 1, "a", "1.00"), change("insert", 2, "b",
+                                                                            "2.00")])
+    send(kafka, service, "db_b", [change("insert", 7, "z", "7.00"), change("delete", 7)])
+    config = many(tmp_path, kafka, service)
+    stream_job.run(spark, config)
+    assert sorted(read_delta(tmp_path / "lake" / "db_a").column("id").to_pylist()) == [1, 2]
+    assert read_delta(tmp_path / "lake" / "db_b").num_rows == 0
+
+    # db_b's table replaced by files that are no Delta table: db_b cannot be applied.
+    lake_b = tmp_path / "lake" / "db_b"
+    os.rename(lake_b, tmp_path / "db_b.moved")
+    lake_b.mkdir()
+    (lake_b / "data.csv").write_text("id\n1\n")
+    send(kafka, service, "db_a", [change("update", 1, "a2", "1.10")])
+    with pytest.raises(JobError, match=r"db_b .*not a Delta table") as refused:
+        stream_job.run(spark, config)
+    assert "\n" not in str(refused.value)
+
+    # Both topics' tables in one template slot: refused, naming both.
+    clash = many(tmp_path, kafka, service, checkpoint=str(tmp_path / "clash"),
+                 table_template=PathTemplate(str(tmp_path / "lake" / "{database}" /
+                                                 "{table}")))
+    with pytest.raises(JobError, match="topics db_a and db_b both go to the table"):
+        stream_job.run(spark, clash)
+
+    # The fix: the table back; the restart applies what was waiting, nothing lost.
+    lake_b.joinpath("data.csv").unlink()
+    lake_b.rmdir()
+    os.rename(tmp_path / "db_b.moved", lake_b)
+    send(kafka, service, "db_b", [change("insert", 8, "y", "8.00")])
+    stream_job.run(spark, config)
+    got = {r["id"]: r["name"] for r in read_delta(tmp_path / "lake" / "db_a").to_pylist()}
+    assert got == {1: "a2", 2: "b"}
+    assert read_delta(tmp_path / "lake" / "db_b").column("id").to_pylist() == [8]
+
+
+def test_a_checkpoint_of_other_topics_or_tables_is_refused(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    for topic in ("db_c", "db_d"):
+        create_topic(kafka, topic)
+        register(service, ITEMS_V1, topic)
+    config = many(tmp_path, kafka, service, topics=Topics(names=("db_c", "db_d")))
+    stream_job.run(spark, config)
+    with pytest.raises(JobError, match="belongs to the stream of db_c, db_d, not topics "
+                                       "matching db_.*"):
+        stream_job.prepare(spark, many(tmp_path, kafka, service,
+                                       topics=Topics(pattern="db_.*")))
+    with pytest.raises(JobError, match="belongs to the stream into"):
+        stream_job.prepare(spark, many(tmp_path, kafka, service,
+                                       topics=Topics(names=("db_c", "db_d")),
+                                       table_template=PathTemplate(str(tmp_path / "{table}"))))

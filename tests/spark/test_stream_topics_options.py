@@ -1,0 +1,82 @@
+"""The whole-database options, parsed (no JVM): one topic, a list or a pattern; a table path or a
+template (and the dead-letter template with it); ``--parallel-tables``; each bad combination
+one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spark_jobs.decoding.schemas import SubjectVersions
+from spark_jobs.settings.config import DEFAULT_PARALLEL_TABLES, parse_stream_args
+from spark_jobs.settings.tables import PathTemplate, Topics
+
+COMMON = ["--bootstrap-servers", "b:9092", "--registry-url", "http://r", "--checkpoint", "c"]
+TEMPLATE = ["--table-path-template", "/lake/{database}/{table}"]
+
+
+def test_one_topic_keeps_its_path_and_many_take_the_template() -> None:
+    one = parse_stream_args([*COMMON, "--topic", "t", "--table-path", "p"])
+    assert (one.many, one.subscription(), one.parallel_tables) == (
+        False, Topics(names=("t",)), DEFAULT_PARALLEL_TABLES)
+    assert one.table_for(topic="t", database="shop", table="x") == "p"
+    listed = parse_stream_args([*COMMON, "--topics", "a, b", *TEMPLATE,
+                                "--parallel-tables", "8"])
+    assert listed.many and listed.subscription().spark_option() == ("subscribe", "a,b")
+    assert listed.parallel_tables == 8
+    assert listed.table_for(topic="a", database="shop", table="orders") == "/lake/shop/orders"
+    pattern = parse_stream_args([*COMMON, "--topic-pattern", "tidb_shop_.*", *TEMPLATE])
+    assert pattern.subscription().spark_option() == ("subscribePattern", "tidb_shop_.*")
+    single_template = parse_stream_args([*COMMON, "--topic", "t", *TEMPLATE])
+    assert single_template.many and single_template.subscription() == Topics(names=("t",))
+
+
+def test_permissive_many_takes_a_dead_letter_template() -> None:
+    config = parse_stream_args([*COMMON, "--topics", "a,b", *TEMPLATE, "--mode", "permissive",
+                                "--dead-letter", "/dead/{topic}"])
+    assert config.dead_letter_for(topic="a", database="shop", table="o") == "/dead/a"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--topics", "a,b", "--table-path", "p"], "--table-path is for one --topic"),
+    (["--topic-pattern", "x", "--table-path", "p"], "--table-path is for one --topic"),
+    (["--topic", "t", "--topics", "a", *TEMPLATE], "not allowed with argument --topic"),
+    (["--topics", "a,b"], "one of the arguments --table-path --table-path-template is required"),
+    (["--topics", "a,,b", *TEMPLATE], "'' is not a Kafka topic name"),
+    (["--topics", "a,a", *TEMPLATE], "topic a is listed twice"),
+    (["--topics", "a b", *TEMPLATE], "'a b' is not a Kafka topic name"),
+    (["--topic-pattern", "tidb_(", *TEMPLATE], "'tidb_(' is not a regular expression"),
+    (["--topics", "a,b", "--table-path-template", "/lake/{database}"],
+     "names neither {table} nor {topic}"),
+    (["--topics", "a,b", "--table-path-template", "/lake/{schema}/{table}"],
+     "names {schema}; a template may name {database}, {table}, {topic}"),
+    (["--topics", "a,b", "--table-path-template", "/lake/{table"], "--table-path-template"),
+    (["--topics", "a,b", *TEMPLATE, "--mode", "permissive", "--dead-letter", "/dead"],
+     "--dead-letter (a template, as --table-path-template) '/dead' names neither"),
+    (["--topics", "a,b", *TEMPLATE, "--parallel-tables", "0"], "'0' is not a positive"),
+])
+def test_bad_combinations_exit_2_in_one_line(argv: list[str], message: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_stream_args([*COMMON, *argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_database_and_table_come_from_the_value_schema_as_ticdc_names_it() -> None:
+    def subject(namespace: str | None) -> SubjectVersions:
+        record = {"type": "record", "name": "order_items", "fields": []}
+        if namespace is not None:
+            record["namespace"] = namespace
+        return SubjectVersions("x-value", json.dumps(record), 1, {})
+
+    # tidb_my_shop_order_items cannot be split back: the schema says where the _ is.
+    assert subject("default.my_shop").table_name() == ("my_shop", "order_items")
+    assert subject("default").table_name() == ("", "order_items")
+    assert subject(None).table_name() == ("", "order_items")
+    template = PathTemplate.parse("s3a://lake/{database}/{table}", option="--t")
+    assert template.render(topic="tidb_my_shop_order_items", database="my_shop",
+                           table="order_items") == "s3a://lake/my_shop/order_items"
+    assert template.uses("database") and not template.uses("topic")
