@@ -138,7 +138,8 @@ def spark() -> Iterator[Any]:
     submit_opts = os.environ.get("SPARK_SUBMIT_OPTS")
     if submit_opts is not None:
         os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
-            option for option in submit_opts.split() if option != jvm_archive.C1_JIT)
+            option for option in submit_opts.split()
+            if option not in (jvm_archive.C1_JIT, jvm_archive.C1_CODE_CACHE))
     try:
         session = build_session("flatavro-tests", "local[2]")
     finally:

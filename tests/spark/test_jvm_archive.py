@@ -53,8 +53,9 @@ def test_cluster_settings_become_properties_and_executors_get_the_archive() -> N
                                   "spark.executor.extraJavaOptions -Xss4m\n"
                                   "spark.driver.extraJavaOptions -Xss8m\n")
     archive = f"-XX:SharedArchiveFile={jvm_archive.build()}"
+    c1 = f"{jvm_archive.C1_JIT} {jvm_archive.C1_CODE_CACHE}"
     assert env["SPARK_CONF_DIR"] == str(jvm_archive.conf_dir())
     assert not any(jvm_archive.conf_dir().iterdir())
     assert env["SPARK_SUBMIT_OPTS"] == (
-        f'{jvm_archive.C1_JIT} {archive} -Xss8m "-Dspark.locality.wait=0" '
-        f'"-Dspark.executor.extraJavaOptions=-Xss4m {jvm_archive.C1_JIT} {archive}"')
+        f'{c1} {archive} -Xss8m "-Dspark.locality.wait=0" '
+        f'"-Dspark.executor.extraJavaOptions=-Xss4m {c1} {archive}"')

@@ -32,6 +32,11 @@ from tests.support.parts import ROOT
 C1_JIT = "-XX:TieredStopAtLevel=1"
 """Short-lived JVMs on 2 cores spend less on the C1 JIT alone (docs/development.md)."""
 
+C1_CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"
+"""With C1 alone Java reserves the 48 MB code cache of a JVM without tiers, not tiered
+compilation's 240 MB, and C1 compiles much more: a driver that writes 20 tables filled it
+("Out of space in CodeCache for adapters"); the tiered size again."""
+
 TRAIN_SECONDS = 300
 
 
@@ -67,7 +72,7 @@ def archive() -> Path:
 def jvm_options(*, c1_jit: bool = True) -> list[str]:
     """The JVM options of a Spark JVM in the tests: the C1 JIT alone unless `c1_jit` is false
     (a session that lives as long as the test run), the archive when it exists."""
-    options = [C1_JIT] if c1_jit else []
+    options = [C1_JIT, C1_CODE_CACHE] if c1_jit else []
     path = archive()
     if path.exists():
         options.append(f"-XX:SharedArchiveFile={path}")
