@@ -8,7 +8,10 @@ writer id's rows with its writer schema into the latest (reader) schema, write. 
 
 from __future__ import annotations
 
+import sys
+
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from spark_jobs.decoding.bad_messages import triaged
 from spark_jobs.decoding.registry import resolve_schemas
@@ -29,20 +32,97 @@ def run(spark: SparkSession, config: JobConfig) -> None:
         JobError: bad input, unreachable service/registry/broker, a bad message in failfast
             mode.
     """
-    schemas = resolve_schemas(config)
-    if config.materialize and schemas.key is None:
-        raise JobError(f"topic {config.topic} has no key schema: --materialize needs a key")
+    if config.many:
+        _run_many(spark, config)
+        return
+    schemas = _schemas(config, config.topic)
     for path in filter(None, (config.output, config.dead_letter)):
         parquet.require_absent(spark, path, overwrite=config.overwrite)
     if config.bootstrap_servers:
         kafka_check.check_topic(config.bootstrap_servers, config.topic, kafka=config.kafka)
-    framed = with_frames(kafka.read_source(spark, config))
+    _write(spark, with_frames(kafka.read_source(spark, config)), schemas=schemas, config=config,
+           output=config.output, dead_letter=config.dead_letter)
+
+
+def _schemas(config: JobConfig, topic: str) -> TopicVersions:
+    schemas = resolve_schemas(config, topic)
+    if config.materialize and schemas.key is None:
+        raise JobError(f"topic {topic} has no key schema: --materialize needs a key")
+    return schemas
+
+
+def _write(spark: SparkSession, framed: DataFrame, *, schemas: TopicVersions,
+           config: JobConfig, output: str, dead_letter: str | None) -> None:
     with triaged(framed, schemas, mode=config.mode) as messages:
         if messages.dead is not None:
-            assert config.dead_letter is not None  # parse_args: permissive needs it
-            parquet.write_parquet(spark, messages.dead, path=config.dead_letter)
+            assert dead_letter is not None  # parse_args: permissive needs it
+            parquet.write_parquet(spark, messages.dead, path=dead_letter)
         parquet.write_output(spark, _output(messages.rows, schemas, config=config),
-                             path=config.output, data_format=config.output_format.value)
+                             path=output, data_format=config.output_format.value)
+
+
+def _run_many(spark: SparkSession, config: JobConfig) -> None:
+    """Whole-database mode: one read of every topic, then each topic's output in turn (from
+    the templates). Every topic's schemas and outputs are checked before anything is
+    written; a failure removes the outputs this run wrote, so a failed job leaves none."""
+    subscription = config.subscription()
+    if config.bootstrap_servers:
+        for topic in subscription.names:
+            kafka_check.check_topic(config.bootstrap_servers, topic, kafka=config.kafka)
+    raw = kafka.read_source(spark, config)
+    if config.input is not None:  # a dump of many topics: its topic column says which
+        raw = raw.where(F.col("topic").rlike(f"^(?:{subscription.pattern})$")
+                        if subscription.pattern is not None
+                        else F.col("topic").isin(*subscription.names))
+    framed = with_frames(raw).persist()
+    try:
+        found = sorted(r[0] for r in framed.select("topic").distinct().collect())
+        plan = _plan(spark, config, topics=sorted(set(found) | set(subscription.names)))
+        written: list[str] = []
+        try:
+            for topic, (schemas, output, dead) in plan.items():
+                try:
+                    _write(spark, framed.where(F.col("topic") == topic), schemas=schemas,
+                           config=config, output=output, dead_letter=dead)
+                except JobError as exc:
+                    raise JobError(f"topic {topic} ({output}): {exc}") from exc
+                written += [output] + ([dead] if dead else [])
+                print(f"bulk_read: topic {topic} -> {output}", file=sys.stderr, flush=True)
+        except BaseException:
+            for path in written:
+                parquet.remove(spark, path)
+            raise
+    finally:
+        framed.unpersist()
+
+
+_Plan = dict[str, tuple[TopicVersions, str, str | None]]
+
+
+def _plan(spark: SparkSession, config: JobConfig, *, topics: list[str]) -> _Plan:
+    """Each topic's schemas, output and dead-letter path, all checked.
+
+    Raises:
+        JobError: a topic without schemas, an output that exists (without --overwrite), two
+            topics with one output.
+    """
+    assert config.output_template is not None
+    plan = {}
+    for topic in topics:
+        schemas = _schemas(config, topic)
+        database, table = schemas.value.table_name()
+        names = {"topic": topic, "database": database, "table": table}
+        output = config.output_template.render(**names)
+        dead = (config.dead_letter_template.render(**names)
+                if config.dead_letter_template is not None else None)
+        for path in filter(None, (output, dead)):
+            parquet.require_absent(spark, path, overwrite=config.overwrite)
+        plan[topic] = (schemas, output, dead)
+    outputs = [p for _, output, dead in plan.values() for p in (output, dead) if p]
+    if len(set(outputs)) < len(outputs):
+        raise JobError(f"two topics would write the same output (--output "
+                       f"{config.output_template}): name {{topic}} in the template")
+    return plan
 
 
 def _output(rows: DataFrame, schemas: TopicVersions, *, config: JobConfig) -> DataFrame:

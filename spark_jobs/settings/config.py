@@ -71,6 +71,20 @@ class JobConfig:
     master: str | None = None
     output_format: OutputFormat = OutputFormat.PARQUET
     kafka: KafkaSettings = KafkaSettings()  # --kafka-config over FLATAVRO_KAFKA_*
+    # Whole-database mode (--topics / --topic-pattern): `topic` is empty, and `output` and
+    # `dead_letter` are templates (each topic's own output).
+    topics: Topics | None = None
+    output_template: PathTemplate | None = None
+    dead_letter_template: PathTemplate | None = None
+
+    @property
+    def many(self) -> bool:
+        """Whole-database mode: each topic's output from `output_template`."""
+        return self.output_template is not None
+
+    def subscription(self) -> Topics:
+        """The topics the job reads."""
+        return self.topics if self.topics is not None else Topics(names=(self.topic,))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -154,7 +168,9 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
     parser = _Parser(prog="python -m spark_jobs.bulk_read",
                      description="Bulk-read a flat-avro topic (Kafka or a Parquet dump) with "
                                  "Spark's from_avro; schemas resolved once at start-up.")
-    parser.add_argument("--topic", required=True)
+    _add_topics(parser, one="the flat-avro topic",
+                many="one output each: --output is then a template, e.g. "
+                     "'/lake/{database}/{table}' (as the stream's --table-path-template)")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--bootstrap-servers", help="read the topic from Kafka (batch)")
     source.add_argument("--input", help="an archived dump: Parquet with the Kafka source's "
@@ -164,7 +180,9 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
     parser.add_argument("--starting-offsets", default="earliest")
     parser.add_argument("--ending-offsets", default="latest")
     _add_schema_source(parser)
-    parser.add_argument("--output", required=True, help="output path (see --format)")
+    parser.add_argument("--output", required=True,
+                        help="output path (see --format); with --topics or --topic-pattern a "
+                             "template: {database}, {table} (from the value schema), {topic}")
     parser.add_argument("--format", choices=[f.value for f in OutputFormat],
                         default=OutputFormat.PARQUET.value,
                         help="write --output as Parquet (default) or as a Delta table")
@@ -178,13 +196,42 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
     if args.input and args.kafka_config:
         parser.error("--kafka-config is for --bootstrap-servers (--input reads a dump)")
     mode = _mode(parser, args)
+    topics, templates = _bulk_many(parser, args)
     return JobConfig(
-        topic=args.topic, output=args.output, bootstrap_servers=args.bootstrap_servers,
+        topic=args.topic or "", output=args.output, bootstrap_servers=args.bootstrap_servers,
         starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets,
         input=args.input, service_url=args.service_url, registry_url=args.registry_url,
         mode=mode, materialize=args.materialize, dead_letter=args.dead_letter,
         overwrite=args.overwrite, master=args.master, output_format=OutputFormat(args.format),
-        kafka=_kafka(parser, args))
+        kafka=_kafka(parser, args), topics=topics, output_template=templates[0],
+        dead_letter_template=templates[1])
+
+
+def _bulk_many(parser: argparse.ArgumentParser, args: argparse.Namespace
+               ) -> tuple[Topics | None, tuple[PathTemplate | None, PathTemplate | None]]:
+    """The topics and the output and dead-letter templates of whole-database mode."""
+    if args.topic is not None:
+        return None, (None, None)
+    try:
+        topics = _topics(args)
+        output = PathTemplate.parse(args.output, option="--output (a template with --topics "
+                                                        "or --topic-pattern)")
+        dead = None if args.dead_letter is None else PathTemplate.parse(
+            args.dead_letter, option="--dead-letter (a template, as --output)")
+    except ValueError as exc:
+        parser.error(str(exc))
+    return topics, (output, dead)
+
+
+def _topics(args: argparse.Namespace) -> Topics:
+    """--topics or --topic-pattern (or one --topic as a list of one).
+
+    Raises:
+        ValueError: a bad list or pattern.
+    """
+    if args.topic_pattern is not None:
+        return Topics.parse_pattern(args.topic_pattern)
+    return Topics.parse_list(args.topics or args.topic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,7 +359,9 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     """Parse the streaming job's command line (exit 2 with one line on bad usage)."""
     parser = _Parser(prog="python -m spark_jobs.stream", description=STREAM_DESCRIPTION,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_topics(parser)
+    _add_topics(parser, one="the flat-avro topic (with --table-path, or a template)",
+                many="one table each (--table-path-template); with a pattern, topics created "
+                     "later are picked up while the stream runs")
     parser.add_argument("--bootstrap-servers", required=True, help="the Kafka brokers")
     parser.add_argument("--kafka-config", metavar="FILE", help=KAFKA_CONFIG_HELP)
     _add_schema_source(parser)
@@ -366,18 +415,14 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
         parallel_tables=args.parallel_tables)
 
 
-def _add_topics(parser: argparse.ArgumentParser) -> None:
-    """One topic, a list, or a pattern."""
+def _add_topics(parser: argparse.ArgumentParser, *, one: str, many: str) -> None:
+    """One topic, a list, or a pattern (`one`, `many`: what the job does with them)."""
     topics = parser.add_mutually_exclusive_group(required=True)
-    topics.add_argument("--topic", help="the flat-avro topic (with --table-path, or a "
-                                        "template)")
-    topics.add_argument("--topics", metavar="A,B,...",
-                        help="several flat-avro topics, one table each (--table-path-template)")
+    topics.add_argument("--topic", help=one)
+    topics.add_argument("--topics", metavar="A,B,...", help=f"several flat-avro topics, {many}")
     topics.add_argument("--topic-pattern", metavar="REGEX",
-                        help="every topic whose whole name matches REGEX (Kafka's "
-                             "subscribePattern, e.g. 'tidb_shop_.*'), one table each "
-                             "(--table-path-template); topics created later are picked up "
-                             "while the stream runs")
+                        help=f"every topic whose whole name matches REGEX (Kafka's "
+                             f"subscribePattern, e.g. 'tidb_shop_.*'), {many}")
 
 
 def _many(parser: argparse.ArgumentParser, args: argparse.Namespace
@@ -389,8 +434,7 @@ def _many(parser: argparse.ArgumentParser, args: argparse.Namespace
                          "--table-path-template")
         return None, (None, None)
     try:
-        topics = (Topics.parse_pattern(args.topic_pattern) if args.topic_pattern is not None
-                  else Topics.parse_list(args.topics or args.topic))
+        topics = _topics(args)
         table = PathTemplate.parse(args.table_path_template, option="--table-path-template")
         dead = None if args.dead_letter is None else PathTemplate.parse(
             args.dead_letter, option="--dead-letter (a template, as --table-path-template)")

@@ -10,7 +10,7 @@ from spark_jobs.errors import JobError
 from spark_jobs.settings import object_store
 from spark_jobs.sources.files import hadoop_fs
 
-__all__ = ["require_absent", "write_output", "write_parquet"]
+__all__ = ["remove", "require_absent", "write_output", "write_parquet"]
 
 
 def require_absent(spark: SparkSession, path: str, *, overwrite: bool) -> None:
@@ -22,6 +22,12 @@ def require_absent(spark: SparkSession, path: str, *, overwrite: bool) -> None:
     fs, hadoop_path, _ = hadoop_fs(spark, path)
     if fs.exists(hadoop_path) and not overwrite:
         raise JobError(f"the output {path} exists; pass --overwrite to replace it")
+
+
+def remove(spark: SparkSession, path: str) -> None:
+    """Delete an output this run wrote (a later part of the job failed)."""
+    fs, hadoop_path, _ = hadoop_fs(spark, path)
+    fs.delete(hadoop_path, True)
 
 
 def write_parquet(spark: SparkSession, df: DataFrame, *, path: str) -> None:

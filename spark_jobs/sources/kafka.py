@@ -31,7 +31,7 @@ def read_source(spark: SparkSession, config: JobConfig) -> DataFrame:
         return df
     return (spark.read.format("kafka")
             .option("kafka.bootstrap.servers", str(config.bootstrap_servers))
-            .option("subscribe", config.topic)
+            .option(*config.subscription().spark_option())
             .option("startingOffsets", config.starting_offsets)
             .option("endingOffsets", config.ending_offsets)
             .option("kafka.request.timeout.ms", _KAFKA_TIMEOUT_MS)

@@ -29,6 +29,7 @@ from service.core.table import Column
 from spark_jobs.errors import JobError
 from spark_jobs.jobs.bulk_read import run
 from spark_jobs.settings.config import JobConfig, Mode, OutputFormat
+from spark_jobs.settings.tables import PathTemplate, Topics
 from tests.core.test_values import EDGE_DDL, EDGE_ROW, EDGE_TABLE, MIN_ROW
 from tests.support.delta import read_delta
 from tests.support.harness import ServedApp
@@ -344,3 +345,49 @@ def test_reads_a_service_that_protects_reads_with_its_key(
                                          "_timestamp"), expected)
     finally:
         locked.stop()
+
+
+def test_many_topics_each_into_its_output_and_a_failure_leaves_none(
+        spark: SparkSession, kafka: Broker, service: httpx.Client, tmp_path: Path) -> None:
+    tables = {"bulk_db_orders": "CREATE TABLE shop.orders (id INT PRIMARY KEY, v DECIMAL(5,2))",
+              "bulk_db_log": "CREATE TABLE audit.log (at DATETIME, what VARCHAR(8))"}
+    for topic, ddl in tables.items():
+        register(service, ddl, topic)
+    produce(kafka, "bulk_db_orders", encode(service, "bulk_db_orders", [
+        {"op": "insert", "row": {"id": 1, "v": "1.50"}},
+        {"op": "update", "row": {"id": 1, "v": "2.50"}},
+        {"op": "insert", "row": {"id": 2, "v": "9.99"}}]))
+    produce(kafka, "bulk_db_log", encode(service, "bulk_db_log", [
+        {"op": "insert", "row": {"at": "2024-01-02 03:04:05", "what": "login"}}]))
+    template = PathTemplate(str(tmp_path / "lake" / "{database}" / "{table}"))
+    config = JobConfig(topic="", output=str(template), bootstrap_servers=kafka.bootstrap,
+                       service_url=str(service.base_url), topics=Topics(pattern="bulk_db_.*"),
+                       output_template=template, output_format=OutputFormat.DELTA)
+    run(spark, config)
+    orders = read_delta(tmp_path / "lake" / "shop" / "orders", order_by="_offset").to_pylist()
+    assert [(r["id"], str(r["v"]), r["_op"]) for r in orders] == [
+        (1, "1.50", "upsert"), (1, "2.50", "upsert"), (2, "9.99", "upsert")]
+    log = read_delta(tmp_path / "lake" / "audit" / "log").to_pylist()
+    assert [(r["at"], r["what"]) for r in log] == [("2024-01-02 03:04:05", "login")]
+
+    # A dump of both topics, split by its topic column; --materialize, Parquet.
+    dump = str(tmp_path / "dump")
+    (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
+     .option("subscribePattern", "bulk_db_.*").load().write.parquet(dump))
+    only = PathTemplate(str(tmp_path / "state" / "{topic}"))
+    run(spark, JobConfig(topic="", output=str(only), input=dump,
+                         service_url=str(service.base_url),
+                         topics=Topics(names=("bulk_db_orders",)), output_template=only,
+                         materialize=True))
+    assert sorted(p.name for p in (tmp_path / "state").iterdir()) == ["bulk_db_orders"]
+    state = read_output(spark, str(tmp_path / "state" / "bulk_db_orders"))
+    assert sorted((r["id"], str(r["v"])) for r in state.collect()) == [(1, "2.50"), (2, "9.99")]
+
+    # A bad frame in the second topic: failfast fails the job, and no output stays behind.
+    produce(kafka, "bulk_db_orders", [(None, b"\x00\x00\x00\x7f\x01garbage")])
+    again = JobConfig(**{**{f: getattr(config, f) for f in JobConfig.__slots__},
+                         "output": str(tmp_path / "again" / "{topic}"),
+                         "output_template": PathTemplate(str(tmp_path / "again" / "{topic}"))})
+    with pytest.raises(JobError, match=r"topic bulk_db_orders .*partition 0 offset 3"):
+        run(spark, again)
+    assert not (tmp_path / "again").exists() or not any((tmp_path / "again").iterdir())

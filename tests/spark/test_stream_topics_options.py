@@ -9,7 +9,7 @@ import json
 import pytest
 
 from spark_jobs.decoding.schemas import SubjectVersions
-from spark_jobs.settings.config import DEFAULT_PARALLEL_TABLES, parse_stream_args
+from spark_jobs.settings.config import DEFAULT_PARALLEL_TABLES, parse_args, parse_stream_args
 from spark_jobs.settings.tables import PathTemplate, Topics
 
 COMMON = ["--bootstrap-servers", "b:9092", "--registry-url", "http://r", "--checkpoint", "c"]
@@ -80,3 +80,20 @@ def test_database_and_table_come_from_the_value_schema_as_ticdc_names_it() -> No
     assert template.render(topic="tidb_my_shop_order_items", database="my_shop",
                            table="order_items") == "s3a://lake/my_shop/order_items"
     assert template.uses("database") and not template.uses("topic")
+
+
+def test_bulk_read_takes_topics_with_an_output_template(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--bootstrap-servers", "b:9092", "--registry-url", "http://r"]
+    config = parse_args([*base, "--topic-pattern", "tidb_shop_.*", "--output",
+                         "/lake/{database}/{table}", "--format", "delta"])
+    assert config.many and config.subscription().spark_option() == (
+        "subscribePattern", "tidb_shop_.*")
+    assert config.output_template == PathTemplate("/lake/{database}/{table}")
+    one = parse_args([*base, "--topic", "t", "--output", "/out/{x}"])  # one topic: a path
+    assert not one.many and one.output == "/out/{x}"
+    with pytest.raises(SystemExit) as exited:
+        parse_args([*base, "--topics", "a,b", "--output", "/out"])
+    assert exited.value.code == 2
+    assert "--output (a template with --topics or --topic-pattern) '/out' names neither" in (
+        capsys.readouterr().err)
