@@ -54,11 +54,11 @@ check: check-check $(EXTRAS)
 # module fixtures start once, README blocks run in order); each worker starts its own broker,
 # Spark session and Apicurio on first use. The three files that run README blocks in the
 # checkout run disjoint blocks (service / quickstart against Apicurio / ```sh kafka).
-# tests/support/jvm_archive.py makes the Spark drivers' class-data archive once per cache.
+# deploy/spark/jvm_archive.py makes the Spark drivers' class-data archive once per cache.
 test: check-test $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS) browser
 	$(BIN)/ruff check service spark_jobs tests bench deploy
 	$(BIN)/mypy
-	$(BIN)/python -m tests.support.jvm_archive
+	$(BIN)/python -m deploy.spark.jvm_archive
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Broker + service + Canal-JSON -> flat-avro -> Kafka -> schema change -> Spark -> the table.

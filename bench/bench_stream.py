@@ -25,7 +25,7 @@ the table with delta-rs every 50 ms and notes when each key first shows; p50/p99
 Then Delta's MERGE alone of 40 new rows (a latency micro-batch's size, cached) into (d)'s table
 (as big as the stream's), 20 times: the floor of one micro-batch.
 Scale-out: the same topic streamed by `python -m spark_jobs.stream --master spark://...` into a
-fresh table on a standalone cluster (tests/support/cluster.py) of 1 worker, then 2 (1 core and
+fresh table on a standalone cluster (deploy/spark/local_cluster.py) of 1 worker, then 2 (1 core and
 a 2 GB executor each); the ratio of wall clock and of the summed micro-batch times.
 """
 
@@ -61,6 +61,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 from bench.bench_row_codec import DDL, rows
 from bench.figures import timed
 from bench.kafka_broker import broker, free_port
+from deploy.spark.local_cluster import SparkCluster
 from service.core.framing import frame
 from service.core.record_codec import RecordCodec
 from spark_jobs.decoding.transforms import last_change_per_key
@@ -68,7 +69,6 @@ from spark_jobs.jobs import bulk_read
 from spark_jobs.jobs.stream import run
 from spark_jobs.session import build_session
 from spark_jobs.settings.config import JobConfig, StreamConfig, Trigger
-from tests.support.cluster import SparkCluster
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS, WARM_UP, INSERTS, UPDATES = 3, 20_000, 0.80, 0.15  # the rest: deletes
@@ -400,7 +400,7 @@ CLUSTER_DEFAULTS = "spark.locality.wait 0\nspark.executor.memory 2g\n"
 
 def measure_scale_out(topic: Topic, work: Path, count: int, per_trigger: int,
                       switch: str) -> None:
-    """The same stream as a driver process on a standalone cluster (tests/support/cluster.py)
+    """The same stream as a driver process on a standalone cluster (deploy/spark/local_cluster.py)
     of 1 worker, then of 2 (1 core, 2 GB executor each), into fresh tables: the scale-out."""
     cluster = SparkCluster(work / "cluster", workers=1, memory="2g", defaults=CLUSTER_DEFAULTS,
                            c1_jit=False)

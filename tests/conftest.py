@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import jvm_archive
-from tests.support.cluster import SparkCluster
+from deploy.spark import jvm_archive
+from deploy.spark.local_cluster import SparkCluster
 from tests.support.parts import (
     Apicurio,
     Broker,
@@ -48,7 +48,7 @@ measured with per-file wall times per worker), roughly; longest first."""
 def pytest_configure(config: pytest.Config) -> None:
     """Every Spark driver the tests start in local mode (the `spark` session, and the jobs run
     as ``python -m spark_jobs...`` subprocesses, which inherit the environment) gets the C1 JIT
-    alone and the class-data archive of tests/support/jvm_archive.py (when `make test` made
+    alone and the class-data archive of deploy/spark/jvm_archive.py (when `make test` made
     it), through SPARK_SUBMIT_OPTS and an empty SPARK_CONF_DIR, unless the caller set either.
     The brokers deploy/kafka starts get the same JIT (and the serial collector) through
     KAFKA_JVM_PERFORMANCE_OPTS."""

@@ -165,3 +165,12 @@ def test_the_spark_jobs_import_only_downwards() -> None:
                             and _spark_layer(m) > _spark_layer(name))
                for name, path in modules.items()}
     assert {name: found for name, found in upwards.items() if found} == {}
+
+
+def test_benchmarks_and_deploy_tools_import_nothing_from_the_tests() -> None:
+    """`make bench` runs without the test suite: the standalone cluster and the JVM archive it
+    shares with the tests live in deploy/spark, which imports nothing of tests/ either."""
+    paths = sorted((ROOT / "bench").rglob("*.py")) + sorted((ROOT / "deploy").rglob("*.py"))
+    assert _offending(paths, forbidden=("tests",)) == {}
+    # The check sees such an import (a test file makes them):
+    assert _offending([ROOT / "tests" / "spark" / "test_cluster.py"], forbidden=("tests",))

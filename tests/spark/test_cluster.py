@@ -20,6 +20,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
+from deploy.spark.local_cluster import SparkCluster
 from spark_jobs.errors import JobError
 from spark_jobs.session import check_master, master_addresses
 from spark_jobs.settings.config import StreamConfig
@@ -37,7 +38,6 @@ from tests.spark.test_stream import (
     table,
 )
 from tests.spark.test_stream_recovery import history
-from tests.support.cluster import SparkCluster
 from tests.support.harness import free_port
 from tests.support.parts import ROOT, Broker
 

@@ -1,4 +1,4 @@
-"""The tests' class-data archive (tests/support/jvm_archive.py) is really used: a driver
+"""The tests' class-data archive (deploy/spark/jvm_archive.py) is really used: a driver
 started with the tests' settings maps it without a class-path mismatch (Java would otherwise
 start without it, silently), and a cluster's settings reach its jobs as properties."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import jvm_archive
+from deploy.spark import jvm_archive
 from tests.support.parts import ROOT
 
 SESSION = ("from spark_jobs.session import build_session\n"

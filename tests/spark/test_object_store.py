@@ -18,6 +18,7 @@ import httpx
 import pytest
 from pyspark.sql import SparkSession
 
+from deploy.spark.local_cluster import SparkCluster
 from spark_jobs.errors import JobError
 from spark_jobs.settings import object_store
 from spark_jobs.settings.config import StreamConfig
@@ -25,7 +26,6 @@ from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture
 from tests.spark.test_cluster import SUBMIT_SH, assert_ran_on_executors, new_applications
 from tests.spark.test_stream import ITEMS_V1, change, create_topic, send
 from tests.spark.test_stream_recovery import cli, history, kill_at_random
-from tests.support.cluster import SparkCluster
 from tests.support.delta import read_delta
 from tests.support.harness import free_port
 from tests.support.object_store import ObjectStore, spark_read

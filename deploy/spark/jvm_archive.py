@@ -12,7 +12,7 @@ non-empty folder in it). The tests' JVM options therefore go in ``SPARK_SUBMIT_O
 spark-defaults.conf. A JVM whose class path differs (a cluster's jobs, with the cluster's own
 conf folder) runs without the archive, silently, as does one when the archive is missing.
 
-``python -m tests.support.jvm_archive`` makes the archive when it is missing (``make test``
+``python -m deploy.spark.jvm_archive`` makes the archive when it is missing (``make test``
 does, before pytest; it prints the path); ``--train`` is the training run itself.
 """
 
@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.support.parts import ROOT
+ROOT = Path(__file__).resolve().parents[2]
 
 C1_JIT = "-XX:TieredStopAtLevel=1"
 """Short-lived JVMs on 2 cores spend less on the C1 JIT alone (docs/development.md)."""
@@ -121,7 +121,7 @@ def build() -> Path:
     partial.unlink(missing_ok=True)
     env = {**os.environ, "SPARK_CONF_DIR": str(conf_dir()),
            "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial}"}
-    done = subprocess.run([sys.executable, "-m", "tests.support.jvm_archive", "--train"],
+    done = subprocess.run([sys.executable, "-m", "deploy.spark.jvm_archive", "--train"],
                           cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=TRAIN_SECONDS, check=False)
     if done.returncode != 0 or not partial.exists():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -14,9 +15,8 @@ from typing import Any
 
 import httpx
 
-from tests.support import jvm_archive
-from tests.support.harness import free_port
-from tests.support.jvm_archive import spark_home
+from deploy.spark import jvm_archive
+from deploy.spark.jvm_archive import spark_home
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -24,10 +24,17 @@ START_SECONDS = 120
 TEST_DEFAULTS = """\
 # The cluster's Spark settings, given to every job started with SparkCluster.env: on one
 # machine every executor is as local as another. (Every JVM of the cluster runs the C1 JIT
-# alone, with the class-data archive when there is one: tests/support/jvm_archive.py.)
+# alone, with the class-data archive when there is one: deploy/spark/jvm_archive.py.)
 spark.locality.wait 0
 """
 
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 class SparkCluster:
     """A running standalone cluster: `url` (``spark://127.0.0.1:<port>``) for ``--master``,
