@@ -127,26 +127,40 @@ def start(command: list[str], cluster: SparkCluster, log: Path) -> subprocess.Po
                                 stderr=err)
 
 
-def test_stream_with_a_live_schema_change_and_the_driver_sigkilled_on_the_cluster(
+def database_job(config: StreamConfig, master: str, pattern: str, *extra: str) -> list[str]:
+    """The stream in whole-database mode: every topic of `pattern`, tables beside
+    `config.table_path` named by topic."""
+    template = str(Path(config.table_path).parent / "{topic}")
+    return job("stream", master, "--topic-pattern", pattern, "--bootstrap-servers",
+               config.bootstrap_servers, "--service-url", str(config.service_url),
+               "--table-path-template", template, "--checkpoint", config.checkpoint, *extra)
+
+
+def test_a_database_with_a_live_schema_change_and_the_driver_sigkilled_on_the_cluster(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
         spark_cluster: SparkCluster, tmp_path: Path) -> None:
-    """Inserts, updates and deletes; a version registered while the stream runs; the driver
+    """Two topics in one application (whole-database mode): inserts, updates and deletes of a
+    keyed one, a keyless one appended; a version registered while the stream runs; the driver
     SIGKILLed a moment after the table took the new column (the batch that met the new
-    version cut short); an available-now restart leaves the table exact."""
+    version cut short); an available-now restart leaves both tables exact."""
     seed = int(os.environ.get("FLATAVRO_KILL_SEED", random.randrange(1 << 30)))
     print(f"seed {seed} (FLATAVRO_KILL_SEED={seed} repeats the kill moment)")
-    topic = "cluster_stream"
-    create_topic(kafka, topic)
-    register(service, ITEMS_V1, topic)
+    topic, keyless = "cluster_stream", "cluster_stream_log"
+    for name, ddl in ((topic, ITEMS_V1), (keyless, ITEMS_V1.replace(" PRIMARY KEY", ""))):
+        create_topic(kafka, name)
+        register(service, ddl, name)
     send(kafka, service, topic, [
         change("insert", 1, "a", "1.00"), change("insert", 2, "b", "2.00"),
         change("insert", 3, "c", "3.00"), change("update", 1, "a2", "1.50"),
         change("delete", 2), change("insert", 4, "d", None)])
-    config = stream(tmp_path, kafka, service, topic)
+    appended = [change("insert", n, f"l{n}", f"{n}.00") for n in range(12)]
+    send(kafka, service, keyless, appended)
+    config = stream(tmp_path, kafka, service, topic,
+                    table_path=str(tmp_path / "lake" / topic))
     before = spark_cluster.applications("flatavro-stream")
     log = tmp_path / "killed.log"
-    process = start(stream_job(config, spark_cluster.url, "--trigger",
-                               "processing-time=1 seconds"), spark_cluster, log)
+    process = start(database_job(config, spark_cluster.url, "cluster_stream.*", "--trigger",
+                                 "processing-time=1 seconds"), spark_cluster, log)
     try:
         first = [(1, "a2", "1.50"), (3, "c", "3.00"), (4, "d", None)]
         until(lambda: equal(table(spark, config), rows(spark, first, SCHEMA_V1)), process, log)
@@ -160,13 +174,19 @@ def test_stream_with_a_live_schema_change_and_the_driver_sigkilled_on_the_cluste
     finally:
         process.kill()
     assert process.wait(120) == -signal.SIGKILL
-    done = subprocess.run(stream_job(config, spark_cluster.url, "--trigger", "available-now"),
+    done = subprocess.run(database_job(config, spark_cluster.url, "cluster_stream.*",
+                                       "--trigger", "available-now"),
                           cwd=ROOT, env=spark_cluster.env, capture_output=True, text=True,
                           timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     second = [(1, "a2", "1.50", 7), (2, "b2", "2.20", 20), (3, "c2", "3.30", 30),
               (5, "e", "5.00", 50)]
     assertDataFrameEqual(table(spark, config), rows(spark, second, SCHEMA_V2))
+    log_table = spark.read.format("delta").load(str(tmp_path / "lake" / keyless))
+    assert log_table.count() == log_table.select("_partition", "_offset").distinct().count()
+    assertDataFrameEqual(log_table.select("id", "name", "price"), rows(
+        spark, [(c["row"]["id"], c["row"]["name"], c["row"]["price"]) for c in appended],
+        SCHEMA_V1))
     killed, restarted = new_applications(spark_cluster, "flatavro-stream", before)
     assert_ran_on_executors(spark_cluster, killed)
     assert_ran_on_executors(spark_cluster, restarted)

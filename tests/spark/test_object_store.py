@@ -21,11 +21,10 @@ from pyspark.sql import SparkSession
 from deploy.spark.local_cluster import SparkCluster
 from spark_jobs.errors import JobError
 from spark_jobs.settings import object_store
-from spark_jobs.settings.config import StreamConfig
 from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
 from tests.spark.test_cluster import SUBMIT_SH, assert_ran_on_executors, new_applications
 from tests.spark.test_stream import ITEMS_V1, change, create_topic, send
-from tests.spark.test_stream_recovery import cli, history, kill_at_random
+from tests.spark.test_stream_recovery import history, kill_at_random
 from tests.support.delta import read_delta
 from tests.support.harness import free_port
 from tests.support.object_store import ObjectStore, spark_read
@@ -97,37 +96,51 @@ def test_bulk_read_writes_a_delta_table_with_a_profile(
     assert [row[:3] for row in by_delta_rs(store, output)] == expected
 
 
-def test_stream_sigkilled_and_restarted_on_s3a_loses_and_doubles_nothing(
+def test_a_database_streamed_sigkilled_and_restarted_on_s3a_loses_and_doubles_nothing(
         kafka: Broker, service: httpx.Client, store: ObjectStore,  # noqa: F811
         lake: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole-database mode on the store: a keyed and a keyless topic by pattern, tables from
+    the template, the checkpoint on s3a too; SIGKILL at a random moment, then a restart."""
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")
-    topic = "s3a_stream"
-    create_topic(kafka, topic)
-    register(service, ITEMS_V1, topic)
+    keyed, keyless = "s3a_db_items", "s3a_db_log"
+    for topic, ddl in ((keyed, ITEMS_V1), (keyless, ITEMS_V1.replace(" PRIMARY KEY", ""))):
+        create_topic(kafka, topic)
+        register(service, ddl, topic)
     changes, state = history(seed, 600)
-    send(kafka, service, topic, changes)
-    config = StreamConfig(topic=topic, bootstrap_servers=kafka.bootstrap,
-                          service_url=str(service.base_url),
-                          table_path=f"{lake}/tables/{topic}",
-                          checkpoint=f"{lake}/checkpoints/{topic}")
+    send(kafka, service, keyed, changes)
+    log_changes = [c for c in history(seed + 1, 200)[0] if c["op"] != "delete"]
+    send(kafka, service, keyless, log_changes)
+    checkpoint = f"{lake}/checkpoints/s3a_db"
     env = store.env()
     for name, value in env.items():  # kill_at_random's child inherits this process's
         monkeypatch.setenv(name, value)
-    command = cli(config, "--trigger", "processing-time=1 seconds",
-                  "--max-offsets-per-trigger", "100")
-    assert kill_at_random(command, random.Random(seed), tmp_path / "killed.log") == -9
-    done = subprocess.run(cli(config, "--trigger", "available-now"), cwd=ROOT, env=env,
+
+    def command(*extra: str) -> list[str]:
+        return [sys.executable, "-m", "spark_jobs.stream", "--topic-pattern", "s3a_db_.*",
+                "--bootstrap-servers", kafka.bootstrap, "--service-url", str(service.base_url),
+                "--table-path-template", f"{lake}/tables/{{topic}}", "--checkpoint", checkpoint,
+                "--master", "local[2]", *extra]
+
+    killed = command("--trigger", "processing-time=1 seconds", "--max-offsets-per-trigger",
+                     "100")
+    assert kill_at_random(killed, random.Random(seed), tmp_path / "killed.log") == -9
+    done = subprocess.run(command("--trigger", "available-now"), cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     for log in ((tmp_path / "killed.log").read_text(), done.stderr):
         assert store.secret_key not in log
     expected = sorted(state.values())
-    read = spark_read(config.table_path, env=env, checkpoint=config.checkpoint)
+    read = spark_read(f"{lake}/tables/{keyed}", env=env, checkpoint=checkpoint)
     assert read["columns"] == ["id", "name", "price"]
     assert read["rows"] == expected
     assert read["commits"], "no batch committed to the checkpoint on s3a"
-    assert by_delta_rs(store, config.table_path) == expected
+    assert by_delta_rs(store, f"{lake}/tables/{keyed}") == expected
+    appended = read_delta(f"{lake}/tables/{keyless}",
+                          storage_options=store.storage_options()).to_pylist()
+    assert sorted((r["id"], r["name"]) for r in appended) == sorted(
+        (c["row"]["id"], c["row"]["name"]) for c in log_changes)  # each change once
+    assert len({(r["_partition"], r["_offset"]) for r in appended}) == len(log_changes)
 
 
 FIX = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (~/.aws/credentials)"
