@@ -35,7 +35,8 @@ _FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
                "test_object_store_settings.py": None, "test_preflight.py": None}
 
 
-_LONG_FILES = {"test_cluster.py": 10, "test_stream_recovery.py": 9, "test_object_store.py": 6,
+_LONG_FILES = {"test_cluster.py": 10, "test_stream_recovery.py": 9,
+               "test_stream_database.py": 6.5, "test_object_store.py": 6,
                "test_stream_table_health.py": 4, "test_broker_restarts.py": 3,
                "test_bridge_protocols.py": 2.3, "test_readme_streaming.py": 2.1,
                "test_bridge_operations.py": 2.1, "test_bulk_read.py": 1.7,
