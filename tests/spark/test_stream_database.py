@@ -18,11 +18,12 @@ from pathlib import Path
 import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from spark_jobs.errors import JobError
 from spark_jobs.jobs import stream as stream_job
-from spark_jobs.settings.config import StreamConfig, Trigger
+from spark_jobs.settings.config import Mode, StreamConfig, Trigger
 from spark_jobs.settings.tables import PathTemplate, Topics
 from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import ITEMS_V1, change, create_topic, send
@@ -150,6 +151,13 @@ def test_a_whole_database_lands_exactly_once_through_kills_an_alter_and_a_new_ta
             assert "note" in columns
 
 
+def registered(broker: Broker, http: httpx.Client, *topics: str) -> None:
+    """Each topic created, with ITEMS_V1 (shop.items) registered for it."""
+    for topic in topics:
+        create_topic(broker, topic)
+        register(http, ITEMS_V1, topic)
+
+
 def many(tmp_path: Path, broker: Broker, http: httpx.Client, **changes: object
          ) -> StreamConfig:
     fields: dict[str, object] = dict(
@@ -163,9 +171,7 @@ def many(tmp_path: Path, broker: Broker, http: httpx.Client, **changes: object
 def test_a_topic_list_lands_each_topic_in_its_table_and_a_bad_table_stops_with_one_line(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
         tmp_path: Path) -> None:
-    for topic in ("db_a", "db_b"):
-        create_topic(kafka, topic)
-        register(service, ITEMS_V1, topic)
+    registered(kafka, service, *("db_a", "db_b"))
     send(kafka, service, "db_a", [change("insert", 1, "a", "1.00"), change("insert", 2, "b",
                                                                             "2.00")])
     send(kafka, service, "db_b", [change("insert", 7, "z", "7.00"), change("delete", 7)])
@@ -205,9 +211,7 @@ def test_a_topic_list_lands_each_topic_in_its_table_and_a_bad_table_stops_with_o
 def test_a_checkpoint_of_other_topics_or_tables_is_refused(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
         tmp_path: Path) -> None:
-    for topic in ("db_c", "db_d"):
-        create_topic(kafka, topic)
-        register(service, ITEMS_V1, topic)
+    registered(kafka, service, *("db_c", "db_d"))
     config = many(tmp_path, kafka, service, topics=Topics(names=("db_c", "db_d")))
     stream_job.run(spark, config)
     with pytest.raises(JobError, match="belongs to the stream of db_c, db_d, not topics "
@@ -218,3 +222,60 @@ def test_a_checkpoint_of_other_topics_or_tables_is_refused(
         stream_job.prepare(spark, many(tmp_path, kafka, service,
                                        topics=Topics(names=("db_c", "db_d")),
                                        table_template=PathTemplate(str(tmp_path / "{table}"))))
+
+
+def test_a_batch_that_one_table_committed_is_applied_to_the_other_alone_when_run_again(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    """A crash after some tables of a micro-batch committed: db_e's MERGE commits batch 0,
+    db_f's fails (its log moved away mid-run); Spark runs batch 0 again after the fix: db_e
+    skips it (its app id has batch 0), db_f applies it; nothing twice, nothing skipped."""
+    registered(kafka, service, *("db_e", "db_f"))
+    send(kafka, service, "db_e", [change("insert", 1, "e", "1.00"), change("insert", 2, "e2",
+                                                                            "2.00")])
+    send(kafka, service, "db_f", [change("insert", 5, "f", "5.00")])
+    config = many(tmp_path, kafka, service, topics=Topics(names=("db_e", "db_f")),
+                  parallel_tables=1)  # db_e first, then db_f
+    applier = stream_job.prepare(spark, config)
+    batch = (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
+             .option("subscribe", "db_e,db_f").load())
+    log_f = tmp_path / "lake" / "db_f" / "_delta_log"
+    os.rename(log_f, tmp_path / "db_f_log")
+    try:
+        with pytest.raises(Exception, match="db_f"):
+            applier(batch, 0)
+    finally:
+        os.rename(tmp_path / "db_f_log", log_f)
+    assert applier.failure is not None and "table shop.items (db_f)" in str(applier.failure)
+    version_e = read_delta_version(tmp_path / "lake" / "db_e")
+    applier.failure = None
+    applier(batch, 0)  # Spark re-runs the batch its checkpoint has not committed
+    assert read_delta_version(tmp_path / "lake" / "db_e") == version_e  # skipped: no new commit
+    assert sorted(read_delta(tmp_path / "lake" / "db_e").column("id").to_pylist()) == [1, 2]
+    assert read_delta(tmp_path / "lake" / "db_f").column("id").to_pylist() == [5]
+    applier.close()
+
+
+def read_delta_version(path: Path) -> int:
+    return int(DeltaTable(str(path)).version())
+
+
+def test_permissive_many_sets_each_tables_bad_messages_aside_in_its_own_dead_letter_table(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    registered(kafka, service, *("db_g", "db_h"))
+    send(kafka, service, "db_g", [change("insert", 1, "g", "1.00")])
+    send(kafka, service, "db_h", [change("insert", 2, "h", "2.00")])
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    producer.produce("db_h", key=b"k", value=b"\x01not a frame", partition=0)
+    assert producer.flush(30) == 0
+    config = many(tmp_path, kafka, service, topics=Topics(names=("db_g", "db_h")),
+                  mode=Mode.PERMISSIVE, dead_letter=str(tmp_path / "dead" / "{topic}"),
+                  dead_letter_template=PathTemplate(str(tmp_path / "dead" / "{topic}")))
+    stream_job.run(spark, config)
+    assert read_delta(tmp_path / "lake" / "db_g").column("id").to_pylist() == [1]
+    assert read_delta(tmp_path / "lake" / "db_h").column("id").to_pylist() == [2]
+    dead = read_delta(tmp_path / "dead" / "db_h").to_pylist()
+    assert [(d["value"], d["partition"]) for d in dead] == [(b"\x01not a frame", 0)]
+    assert dead[0]["reason"] == "key: shorter than the 5-byte header (1 bytes)"
+    assert not (tmp_path / "dead" / "db_g").exists()  # nothing of db_g was bad
