@@ -121,14 +121,14 @@ class BatchApplier:
             return work(topic)
 
         if len(topics) == 1:  # no thread hop for one table
-            futures: dict[str, concurrent.futures.Future[Any]] = {
-                topics[0]: concurrent.futures.Future()}
             try:
-                futures[topics[0]].set_result(work(topics[0]))
-            except Exception as exc:  # reported below, as from a thread
-                futures[topics[0]].set_exception(exc)
-        else:
-            futures = {t: self._pool.submit(run, t) for t in topics}
+                return {topics[0]: work(topics[0])}
+            except Exception as exc:
+                failed = self._failed(topics[0], exc)
+                if failed is exc:
+                    raise
+                raise failed from exc
+        futures = {t: self._pool.submit(run, t) for t in topics}
         concurrent.futures.wait(futures.values())
         for topic, future in futures.items():
             error = future.exception()
