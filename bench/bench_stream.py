@@ -32,6 +32,7 @@ a 2 GB executor each); the ratio of wall clock and of the summed micro-batch tim
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -103,13 +104,17 @@ class Topic:
     """A 3-partition topic of the benchmark table, registered with the service; its changes
     are encoded here with the registered ids."""
 
-    def __init__(self, name: str, bootstrap: str, url: str) -> None:
+    def __init__(self, name: str, bootstrap: str, url: str, *, extension: bool = False) -> None:
+        """`extension`: registered with TiCDC's enable-tidb-extension (values carry the
+        commit ts, increasing with every change sent)."""
         self.name, self.bootstrap, self.url, self.failed = name, bootstrap, url, 0
+        self.commit_ts = 449_522_326_498_394_113
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for future in admin.create_topics([NewTopic(name, PARTITIONS, 1)]).values():
             future.result(30)
-        httpx.post(f"{url}/v1/tables/register", json={"ddl": DDL, "topic": name},
-                   timeout=30).raise_for_status()
+        httpx.post(f"{url}/v1/tables/register", json={
+            "ddl": DDL, "topic": name, "options": {"enable_tidb_extension": extension}},
+            timeout=30).raise_for_status()
         latest = [httpx.get(f"{url}/v1/subjects/{name}-{part}/versions/latest",
                             timeout=30).json() for part in ("key", "value")]
         self.key_id, self.value_id = (v["id"] for v in latest)
@@ -127,8 +132,9 @@ class Topic:
         row = BASE_ROWS[row_id % len(BASE_ROWS)] | {"id": row_id}
         row |= UPDATED if op == "update" else {}
         key = frame(self.key_id, self.key_codec.encode(row))
-        value = None if op == "delete" else frame(
-            self.value_id, self.value_codec.encode(row, update=op == "update"))
+        self.commit_ts += 1 << 18
+        value = None if op == "delete" else frame(self.value_id, self.value_codec.encode(
+            row, update=op == "update", commit_ts=self.commit_ts))
         while True:
             try:
                 producer.produce(self.name, key=key, value=value, partition=row_id % PARTITIONS)
@@ -313,6 +319,30 @@ def measure_speed(spark: SparkSession, bootstrap: str, url: str, work: Path, cou
     return topic, len(live), check_table(spark, path, live, updated)
 
 
+def measure_order(spark: SparkSession, bootstrap: str, url: str, work: Path, count: int,
+                  per_trigger: int) -> bool:
+    """The stream in commit order (values with _tidb_commit_ts: the guard's MERGE and its
+    tombstones) against the same stream with --order offset, on the same topic and the same
+    micro-batches, each from an empty table and checkpoint."""
+    topic, (changes, live, updated) = Topic("ordered", bootstrap, url, extension=True), plan(
+        count)
+    topic.columns += ["_tidb_op", "_tidb_commit_ts", "_tidb_commit_physical_time"]
+    topic.send_all(changes)
+    ok = True
+    seconds = {}
+    for name, commit_order in (("commit", True), ("offset", False)):
+        config = stream_config(topic, work, per_trigger, commit_order=commit_order,
+                               table_path=str(work / f"ordered-{name}"),
+                               checkpoint=str(work / f"ordered-{name}-checkpoint"))
+        seconds[name] = timed(functools.partial(run, spark, config))
+        ok = check_table(spark, config.table_path, live, updated) and ok
+    guarded = rate("stream in commit order (the guard)", count, seconds["commit"])
+    plain = rate("the same stream with --order offset", count, seconds["offset"])
+    print(f"commit order vs offset order: {guarded:,.0f} rec/s vs {plain:,.0f} rec/s, ratio "
+          f"{guarded / plain:.2f} (target >= 0.9)")
+    return ok
+
+
 def send_slowly(topic: Topic, first_id: int, sent: dict[int, float]) -> None:
     producer, start = topic.producer(**{"linger.ms": 0}), time.monotonic()
     for i in range(LATENCY_CHANGES):
@@ -441,18 +471,32 @@ def main() -> None:
     parser.add_argument("--deletion-vectors", choices=["on", "off"], default="on",
                         help="the stream's --deletion-vectors (default on, as the stream's "
                              "new tables)")
+    parser.add_argument("--order-only", action="store_true",
+                        help="only the commit-order comparison (after a warm-up)")
     args = parser.parse_args()
     vectors = args.deletion_vectors == "on"
     work = Path(tempfile.mkdtemp(prefix="flatavro-bench-stream-"))
     with broker(work / "kafka") as bootstrap, service(work) as url:
         spark = build_session("flatavro-bench-stream", "local[2]")
         spark.sparkContext.setLogLevel("ERROR")
+        if args.order_only:
+            try:
+                warm = Topic("warmup", bootstrap, url, extension=True)
+                warm.send_all(plan(WARM_UP)[0])
+                run(spark, stream_config(warm, work, args.per_trigger))
+                ok = measure_order(spark, bootstrap, url, work, args.changes, args.per_trigger)
+            finally:
+                spark.stop()
+            shutil.rmtree(work, ignore_errors=True)
+            sys.exit(0 if ok else 1)
         try:
             topic, live, ok = measure_speed(spark, bootstrap, url, work, args.changes,
                                             args.per_trigger, deletion_vectors=vectors)
             ok = measure_latency(spark, topic, work, args.changes, live,
                                  deletion_vectors=vectors) and ok
             merge_floor(spark, topic, work, args.changes)
+            ok = measure_order(spark, bootstrap, url, work, args.changes,
+                               args.per_trigger) and ok
         finally:
             spark.stop()
         measure_scale_out(topic, work, args.changes, args.per_trigger, args.deletion_vectors)

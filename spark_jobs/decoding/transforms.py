@@ -20,7 +20,9 @@ from spark_jobs.settings.config import Mode
 
 __all__ = ["with_frames", "frame_problem", "fail_on_problem", "decode", "dead_letters",
            "latest_state", "last_change_per_key", "header_id", "BOOKKEEPING",
-           "UNDECODED"]
+           "UNDECODED", "COMMIT_TS", "BOUND", "HAS_DELETE", "PHYSICAL_TIME",
+           "PHYSICAL_SHIFT", "DELETED", "BOUND_ROW",
+           "TOMBSTONE", "ordered_by_commit", "in_commit_order"]
 
 UNDECODED = "the body does not decode with its writer schema"
 """Why a message with a known schema id cannot be decoded (a dead letter's reason)."""
@@ -159,6 +161,72 @@ def dead_letters(df: DataFrame, reason: Column, *, partition: str = "partition",
                      F.col(offset).alias("offset"), reason.alias("reason"))
 
 
+COMMIT_TS = "_tidb_commit_ts"
+"""TiCDC's commit ts field (``enable-tidb-extension``): a value schema that has it is applied in
+TiDB's commit order (docs/streaming.md, "Commit order")."""
+
+BOUND = "_delete_bound"
+"""The highest commit ts of a key's upserts before its last delete in the batch (`in_commit_order`;
+a tombstone carries no commit ts: the delete is newer than every change of the key before it)."""
+
+HAS_DELETE = "_has_delete"
+"""Whether the batch deletes the key (`in_commit_order`)."""
+
+PHYSICAL_TIME = "_tidb_commit_physical_time"
+"""TiCDC's field with the commit's physical time, ``commit_ts >> PHYSICAL_SHIFT`` ms."""
+
+PHYSICAL_SHIFT = 18
+
+DELETED = "_deleted"
+"""The column of a ``--deletes soft`` table: true for a row TiDB deleted."""
+
+TOMBSTONE = "_tombstone"
+"""The commit ts of a key's tombstone, joined to a MERGE's source (null: none)."""
+
+
+def ordered_by_commit(schemas: TopicVersions) -> bool:
+    """Whether `schemas`' changes are ordered by commit ts: a keyed topic whose latest value
+    version carries `COMMIT_TS` (else by Kafka offset)."""
+    return schemas.key is not None and COMMIT_TS in schemas.value.field_names()
+
+
+BOUND_ROW = "_bound_row"
+"""`in_commit_order` with `bound_row`: the values of the upsert `BOUND` comes from."""
+
+
+def in_commit_order(df: DataFrame, key_columns: list[str], *, bound_row: list[str] | None = None
+                    ) -> DataFrame:
+    """One row per key that says what the batch did to it in TiDB's commit order, whatever
+    order TiCDC sent the changes in (docs/streaming.md, "Commit order"):
+
+    - its newest upsert after the key's last delete (in Kafka order) by `COMMIT_TS`, ``_op``
+      ``upsert``; or, when no upsert follows the last delete, a row with ``_op`` ``delete``;
+    - `HAS_DELETE`, and `BOUND`: the commit ts the last delete is known to be newer than;
+      with `bound_row` (column names), `BOUND_ROW`: those columns of the upsert it is from.
+
+    Whether the upsert survives the delete depends on the row in the table as well (a MERGE's
+    condition): it does when its commit ts is no older than the bound, the row the delete
+    removed and the key's tombstone."""
+    arrival = Window.partitionBy(*key_columns).orderBy("_partition", "_offset")
+    key = Window.partitionBy(*key_columns)
+    upsert = F.col("_op") == "upsert"
+    df = df.withColumn("_arrival", F.row_number().over(arrival))
+    df = df.withColumn("_last_delete", F.max(
+        F.when(~upsert, F.col("_arrival"))).over(key))
+    before = F.when(upsert & (F.col("_arrival") < F.col("_last_delete")), F.col(COMMIT_TS))
+    df = df.withColumn(BOUND, F.max(before).over(key))
+    if bound_row is not None:
+        df = df.withColumn(BOUND_ROW, F.max_by(F.struct(*[F.col(f"`{c}`") for c in bound_row]),
+                                               before).over(key))
+    after = upsert & (F.col("_arrival") > F.coalesce(F.col("_last_delete"), F.lit(0)))
+    best = Window.partitionBy(*key_columns).orderBy(
+        after.desc(), F.col(COMMIT_TS).desc(), F.col("_arrival").desc())
+    return (df.withColumn("_rank", F.row_number().over(best)).where("_rank = 1")
+            .withColumn("_op", F.when(after, F.lit("upsert")).otherwise(F.lit("delete")))
+            .withColumn(HAS_DELETE, F.col("_last_delete").isNotNull())
+            .drop("_rank", "_arrival", "_last_delete"))
+
+
 def last_change_per_key(df: DataFrame, key_columns: list[str]) -> DataFrame:
     """The last change per key, deletes included (Kafka order: partition, then offset; TiCDC
     keeps a key in one partition)."""
@@ -167,7 +235,15 @@ def last_change_per_key(df: DataFrame, key_columns: list[str]) -> DataFrame:
     return df.withColumn("_rank", F.row_number().over(window)).where("_rank = 1").drop("_rank")
 
 
-def latest_state(df: DataFrame, key_columns: list[str]) -> DataFrame:
-    """The latest row per key with deleted keys removed and the bookkeeping columns dropped."""
-    return last_change_per_key(df, key_columns).where(F.col("_op") == "upsert").drop(
-        *BOOKKEEPING)
+def latest_state(df: DataFrame, key_columns: list[str], *, by_commit: bool = False
+                 ) -> DataFrame:
+    """The latest row per key with deleted keys removed and the bookkeeping columns dropped:
+    in Kafka order, or with `by_commit` in commit order (`in_commit_order`: the newest upsert
+    after the last delete, when it is no older than what the delete removed)."""
+    if not by_commit:
+        return last_change_per_key(df, key_columns).where(F.col("_op") == "upsert").drop(
+            *BOOKKEEPING)
+    survives = (F.col("_op") == "upsert") & (
+        F.col(COMMIT_TS) >= F.coalesce(F.col(BOUND), F.lit(-1)))
+    return in_commit_order(df, key_columns).where(survives).drop(*BOOKKEEPING, BOUND,
+                                                                 HAS_DELETE)

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from spark_jobs.decoding.bad_messages import triaged
 from spark_jobs.decoding.registry import resolve_schemas
 from spark_jobs.decoding.schemas import TopicVersions
-from spark_jobs.decoding.transforms import latest_state, with_frames
+from spark_jobs.decoding.transforms import latest_state, ordered_by_commit, with_frames
 from spark_jobs.errors import JobError
 from spark_jobs.settings.config import JobConfig
 from spark_jobs.sinks import parquet
@@ -126,8 +126,10 @@ def _plan(spark: SparkSession, config: JobConfig, *, topics: list[str]) -> _Plan
 
 
 def _output(rows: DataFrame, schemas: TopicVersions, *, config: JobConfig) -> DataFrame:
-    """Every change, or with ``--materialize`` the latest state per key."""
+    """Every change, or with ``--materialize`` the latest state per key (in commit order when
+    the value schema carries ``_tidb_commit_ts``)."""
     if config.materialize:
         assert schemas.key is not None
-        return latest_state(rows, schemas.key.field_names())
+        return latest_state(rows, schemas.key.field_names(),
+                            by_commit=ordered_by_commit(schemas))
     return rows

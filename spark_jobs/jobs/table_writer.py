@@ -20,15 +20,24 @@ from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from spark_jobs.decoding.bad_messages import triaged
 from spark_jobs.decoding.registry import resolve_schemas
 from spark_jobs.decoding.schemas import TopicVersions
-from spark_jobs.decoding.transforms import last_change_per_key
+from spark_jobs.decoding.transforms import (
+    COMMIT_TS,
+    DELETED,
+    TOMBSTONE,
+    in_commit_order,
+    last_change_per_key,
+    ordered_by_commit,
+)
 from spark_jobs.errors import JobError
 from spark_jobs.jobs.stream_metrics import StreamMetrics
-from spark_jobs.settings.config import Mode, StreamConfig
-from spark_jobs.sinks import delta, upkeep
+from spark_jobs.settings.config import Deletes, Mode, StreamConfig
+from spark_jobs.sinks import delta, ordering, upkeep
 from spark_jobs.sources import kafka_check
 
 __all__ = ["Located", "TableWriter", "locate", "open_table", "SKIPPED"]
@@ -63,6 +72,15 @@ def _place(config: StreamConfig, *, topic: str, schemas: TopicVersions) -> _Plac
     path = config.table_for(topic=topic, database=database, table=table)
     return _Place(topic, name, path,
                   config.dead_letter_for(topic=topic, database=database, table=table))
+
+
+def _columns(config: StreamConfig, schemas: TopicVersions, *, columns: T.StructType
+             ) -> T.StructType:
+    """The table's columns for `columns` (a version's): with `DELETED` in a keyed table under
+    ``--deletes soft``."""
+    if config.deletes is Deletes.SOFT and schemas.key is not None:
+        return delta.with_deleted(columns)
+    return columns
 
 
 def _namespace(schemas: TopicVersions) -> str:
@@ -110,8 +128,9 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
     if label is not None:
         place = _Place(topic, label, place.path, place.dead_letter)
     session = spark.newSession()
-    versions = delta.version_schemas(session, schemas)
-    latest = delta.table_schema(session, schemas)
+    versions = {i: _columns(config, schemas, columns=v)
+                for i, v in delta.version_schemas(session, schemas).items()}
+    latest = _columns(config, schemas, columns=delta.table_schema(session, schemas))
     exists = delta.check_table(session, place.path, topic=topic, versions=versions,
                                latest=latest)
     vectors = upkeep.deletion_vectors(session, place.path) if exists else None
@@ -121,10 +140,20 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
     if vectors is None:
         delta.create_table(session, place.path, topic=topic, schema=latest,
                            deletion_vectors=upkeep.for_new_table(config.deletion_vectors,
-                                                                 keyed=keyed))
-    elif note := upkeep.settle_deletion_vectors(session, place.path, state=vectors,
-                                                wanted=config.deletion_vectors, keyed=keyed):
-        log(note)
+                                                                 keyed=keyed),
+                           change_data_feed=config.change_data_feed)
+    else:
+        if note := upkeep.settle_deletion_vectors(session, place.path, state=vectors,
+                                                  wanted=config.deletion_vectors, keyed=keyed):
+            log(note)
+        if config.change_data_feed and delta.enable_change_data_feed(session, place.path):
+            log(f"table {place.path}: Change Data Feed turned on (--change-data-feed); the "
+                f"feed starts at this version")
+    if keyed and config.commit_order and not ordered_by_commit(schemas):
+        log(f"table {place.path}: {schemas.value.subject} has no {COMMIT_TS}, so changes are "
+            f"applied in Kafka offset order: after a TiCDC restart, changes sent again can "
+            f"take the table back in time until the replay catches up; TiCDC's "
+            f"enable-tidb-extension=true adds the commit ts (docs/streaming.md, 'Commit order')")
     if place.dead_letter is not None:
         delta.check_dead_letter_table(session, place.dead_letter)
     writer = TableWriter(session, config, place=place, schemas=schemas,
@@ -169,9 +198,17 @@ class TableWriter:
         """``database.table``, as the value schema names it."""
         return self.place.name
 
+    @property
+    def ordered(self) -> bool:
+        """Whether changes are applied in commit order (the value has ``_tidb_commit_ts``,
+        and ``--order`` is not ``offset``)."""
+        return self.config.commit_order and ordered_by_commit(self.schemas)
+
     def sync_table(self) -> None:
-        """Evolve the table to the latest value version's columns, if they differ."""
-        want = delta.table_schema(self.spark, self.schemas)
+        """Evolve the table to the latest value version's columns, if they differ; give it its
+        commit-order guard when the value carries the commit ts."""
+        want = _columns(self.config, self.schemas,
+                        columns=delta.table_schema(self.spark, self.schemas))
         evolution = delta.plan_evolution(self.columns, want, subject=self.schemas.value.subject)
         if evolution:
             delta.evolve(self.spark, self.path, evolution=evolution, subject=self.schemas.value)
@@ -180,6 +217,10 @@ class TableWriter:
                 f"schema id {self.schemas.value.latest_id} ({evolution})")
             self.metrics.table(self.topic, self.name, schema_id=self.schemas.value.latest_id)
         self.columns = want
+        if self.ordered:
+            assert self.schemas.key is not None
+            ordering.open_guard(self.spark, self.path, columns=want,
+                                keys=self.schemas.key.field_names())
 
     def known(self, part: str) -> set[int]:
         """The schema ids of the key or value subject the writer has."""
@@ -213,6 +254,10 @@ class TableWriter:
         if not upkeep.optimize_due(written, every=self.config.optimize_every):
             return
         started = time.monotonic()
+        if self.ordered and self.config.deletes is Deletes.HARD:
+            ordering.expire(self.spark, self.path,
+                            retention_ms=self.config.tombstone_retention_ms,
+                            now_ms=int(time.time() * 1000))
         compaction = upkeep.optimize(self.spark, self.path)
         self.version = self._latest_version()  # a re-run batch must not report OPTIMIZE's commit
         log(f"table {self.path} after batch {batch_id}: OPTIMIZE {compaction} in "
@@ -239,10 +284,14 @@ class TableWriter:
                                  batch_id=batch_id)
             return self._appended()
         keys = self.schemas.key.field_names()
-        merged = delta.merge_changes(self.spark, self.path,
-                                     changes=last_change_per_key(changes, keys),
-                                     key_columns=keys, columns=columns, app_id=self.app_id,
-                                     batch_id=batch_id)
+        if not self.ordered:
+            merged = delta.merge_changes(self.spark, self.path,
+                                         changes=last_change_per_key(changes, keys),
+                                         key_columns=keys, columns=columns,
+                                         app_id=self.app_id, batch_id=batch_id,
+                                         soft=self.config.deletes is Deletes.SOFT)
+        else:
+            merged = self._merge_ordered(changes, batch_id, keys=keys, columns=columns)
         if merged is None:
             return SKIPPED
         self.version = delta.committed_version(self.spark, self.path)
@@ -250,6 +299,27 @@ class TableWriter:
         return (f"table version {self.version}: inserted {merged['numTargetRowsInserted']}, "
                 f"updated {merged['numTargetRowsUpdated']}, deleted "
                 f"{merged['numTargetRowsDeleted']}")
+
+    def _merge_ordered(self, changes: DataFrame, batch_id: int, *, keys: list[str],
+                       columns: list[str]) -> dict[str, int] | None:
+        """MERGE in commit order; first keep the batch's tombstones in the guard (hard
+        deletes), which reads the rows they replace before the MERGE removes them."""
+        soft = self.config.deletes is Deletes.SOFT
+        winners = in_commit_order(changes, keys, bound_row=[
+            c for c in columns if c != DELETED] if soft else None).persist()
+        try:
+            if not soft:
+                ordering.record(self.spark, self.path, winners=winners, keys=keys,
+                                app_id=self.app_id, batch_id=batch_id)
+                winners_ = ordering.with_tombstones(self.spark, self.path, winners=winners,
+                                                    keys=keys)
+            else:
+                winners_ = winners.withColumn(TOMBSTONE, F.lit(None).cast("long"))
+            return delta.merge_changes(
+                self.spark, self.path, changes=winners_, key_columns=keys, columns=columns,
+                app_id=self.app_id, batch_id=batch_id, ordered=True, soft=soft)
+        finally:
+            winners.unpersist()
 
     def _latest_version(self) -> int:
         last = DeltaTable.forPath(self.spark, self.path).history(1).select("version").first()

@@ -14,8 +14,9 @@ from spark_jobs.errors import JobError
 from spark_jobs.settings.kafka import KafkaSettings
 from spark_jobs.settings.tables import PathTemplate, Topics
 
-__all__ = ["DEFAULT_OPTIMIZE_EVERY", "JobConfig", "Mode", "OutputFormat", "SchemaSource",
-           "StreamConfig", "parse_args", "parse_stream_args", "registry_url_from_env"]
+__all__ = ["DEFAULT_OPTIMIZE_EVERY", "DEFAULT_TOMBSTONE_RETENTION_MS", "Deletes", "JobConfig",
+           "Mode", "OutputFormat", "SchemaSource", "StreamConfig", "parse_args",
+           "parse_stream_args", "registry_url_from_env"]
 
 
 class SchemaSource(Protocol):
@@ -50,6 +51,13 @@ class OutputFormat(enum.Enum):
 
     PARQUET = "parquet"
     DELTA = "delta"
+
+
+class Deletes(enum.Enum):
+    """What a TiDB DELETE does to the stream's table (``--deletes``)."""
+
+    HARD = "hard"  # the row goes
+    SOFT = "soft"  # the row stays, with _deleted true (and the delete's commit ts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +288,24 @@ DEFAULT_OPTIMIZE_EVERY = 100
 DEFAULT_PARALLEL_TABLES = 4
 """Tables of one micro-batch written at the same time (``--parallel-tables``)."""
 
+DEFAULT_TOMBSTONE_RETENTION_MS = 7 * 24 * 3600 * 1000
+"""How long a deleted key's tombstone guards it (``--tombstone-retention``): 7 days, Kafka's
+default ``retention.ms``, the furthest back a replay or a re-read of the topic can reach; well
+beyond TiCDC's default ``gc-ttl`` of 24 h, the longest a changefeed can stop and still resume
+from its checkpoint (docs/streaming.md, "Commit order")."""
+
+_DURATION = re.compile(r"(\d+)\s*(ms|s|m|h|d)")
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _duration(text: str) -> int:
+    """A duration such as ``7d``, ``36h``, ``90m``, ``30s``, in milliseconds (> 0)."""
+    match = _DURATION.fullmatch(text.strip())
+    if not match or int(match.group(1)) == 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration such as 7d, 36h, 90m or 30s (more than 0)")
+    return int(match.group(1)) * _DURATION_MS[match.group(2)]
+
 
 @dataclass(frozen=True, slots=True)
 class StreamConfig:
@@ -310,6 +336,10 @@ class StreamConfig:
     table_template: PathTemplate | None = None
     dead_letter_template: PathTemplate | None = None
     parallel_tables: int = DEFAULT_PARALLEL_TABLES
+    deletes: Deletes = Deletes.HARD
+    commit_order: bool = True  # --order commit (default) | offset
+    change_data_feed: bool = False  # --change-data-feed: Delta's CDF on the tables
+    tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS
 
     @property
     def many(self) -> bool:
@@ -395,6 +425,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     _add_mode_and_master(parser, "permissive mode: a Delta table for bad messages (key, "
                                  "value, partition, offset, reason)")
     _add_table_upkeep(parser)
+    _add_ordering(parser)
     _add_metrics(parser)
     args = parser.parse_args(argv)
     _check_schema_source(parser, args)
@@ -412,7 +443,9 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
         optimize_every=args.optimize_every, kafka=_kafka(parser, args),
         metrics_port=args.metrics_port, metrics_host=args.metrics_host, topics=topics,
         table_template=templates[0], dead_letter_template=templates[1],
-        parallel_tables=args.parallel_tables)
+        parallel_tables=args.parallel_tables, deletes=Deletes(args.deletes),
+        change_data_feed=args.change_data_feed, commit_order=args.order == "commit",
+        tombstone_retention_ms=args.tombstone_retention)
 
 
 def _add_topics(parser: argparse.ArgumentParser, *, one: str, many: str) -> None:
@@ -477,3 +510,29 @@ def _add_table_upkeep(parser: argparse.ArgumentParser) -> None:
         "--optimize-every", type=_whole, default=DEFAULT_OPTIMIZE_EVERY, metavar="N",
         help=f"run Delta's OPTIMIZE (bin-packing small files, purging deletion vectors) after "
              f"every N-th micro-batch (default {DEFAULT_OPTIMIZE_EVERY}; 0: never)")
+
+
+def _add_ordering(parser: argparse.ArgumentParser) -> None:
+    """The options of what the table keeps of TiDB's changes: deletes, Delta's change feed,
+    tombstones (docs/streaming.md, "Commit order")."""
+    parser.add_argument(
+        "--deletes", choices=[d.value for d in Deletes], default=Deletes.HARD.value,
+        help="hard (the default): a TiDB DELETE removes the row; soft: the row stays with "
+             "_deleted true (and, with _tidb_commit_ts, the delete's commit ts); an upsert of "
+             "the key brings it back with _deleted false")
+    parser.add_argument(
+        "--order", choices=["commit", "offset"], default="commit",
+        help="commit (the default): apply a keyed topic in TiDB's commit order when its values "
+             "carry _tidb_commit_ts (TiCDC's enable-tidb-extension), so that changes TiCDC sends "
+             "again after a restart never take the table back in time; else in Kafka order. "
+             "offset: Kafka order always, the last change per key winning (no guard)")
+    parser.add_argument(
+        "--change-data-feed", action="store_true",
+        help="turn on Delta's Change Data Feed (delta.enableChangeDataFeed) on the tables, so "
+             "jobs downstream read each applied change once (readChangeFeed)")
+    parser.add_argument(
+        "--tombstone-retention", type=_duration, default=DEFAULT_TOMBSTONE_RETENTION_MS,
+        metavar="DURATION",
+        help="how long a deleted key stays guarded against replayed older changes (7d, 36h, "
+             "90m...; default 7d: Kafka's default retention, longer than TiCDC's gc-ttl of "
+             "24 h); expired tombstones are removed with each OPTIMIZE")

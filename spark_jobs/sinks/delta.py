@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -21,7 +22,19 @@ from pyspark.sql import types as T
 from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions, for_spark
-from spark_jobs.decoding.transforms import BOOKKEEPING, decode, with_frames
+from spark_jobs.decoding.transforms import (
+    BOOKKEEPING,
+    BOUND,
+    BOUND_ROW,
+    COMMIT_TS,
+    DELETED,
+    HAS_DELETE,
+    PHYSICAL_SHIFT,
+    PHYSICAL_TIME,
+    TOMBSTONE,
+    decode,
+    with_frames,
+)
 from spark_jobs.errors import JobError, not_a_dead_letter_table, not_a_delta_table
 from spark_jobs.settings.config import Mode
 from spark_jobs.sinks.upkeep import DELETION_VECTORS_PROPERTY
@@ -29,7 +42,8 @@ from spark_jobs.sources.files import path_exists, qualified
 
 __all__ = ["Evolution", "table_schema", "version_schemas", "plan_evolution", "check_table",
            "create_table", "evolve", "merge_changes", "append_changes", "TOPIC_PROPERTY",
-           "KAFKA_SCHEMA", "check_dead_letter_table"]
+           "KAFKA_SCHEMA", "check_dead_letter_table", "idempotent", "with_deleted",
+           "CHANGE_DATA_FEED_PROPERTY", "enable_change_data_feed"]
 
 TOPIC_PROPERTY = "flatavro.topic"
 """Table property naming the topic a stream applies to the table."""
@@ -168,14 +182,38 @@ def check_table(spark: SparkSession, path: str, *, topic: str,
     return True
 
 
+CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
+"""Table property: Delta records each commit's row changes for ``readChangeFeed``."""
+
+
 def create_table(spark: SparkSession, path: str, *, topic: str, schema: T.StructType,
-                 deletion_vectors: bool) -> None:
-    """An empty Delta table with the topic's columns, the topic as a property and deletion
-    vectors on or off (``delta.enableDeletionVectors``, explicit either way)."""
+                 deletion_vectors: bool, change_data_feed: bool = False) -> None:
+    """An empty Delta table with the topic's columns, the topic as a property, deletion
+    vectors on or off (``delta.enableDeletionVectors``, explicit either way) and, when asked,
+    Delta's Change Data Feed."""
     # The builder wants an absolute or scheme-qualified location.
-    DeltaTable.createIfNotExists(spark).location(qualified(spark, path)).addColumns(
+    builder = DeltaTable.createIfNotExists(spark).location(qualified(spark, path)).addColumns(
         schema).property(TOPIC_PROPERTY, topic).property(
-        DELETION_VECTORS_PROPERTY, str(deletion_vectors).lower()).execute()
+        DELETION_VECTORS_PROPERTY, str(deletion_vectors).lower())
+    if change_data_feed:
+        builder = builder.property(CHANGE_DATA_FEED_PROPERTY, "true")
+    builder.execute()
+
+
+def enable_change_data_feed(spark: SparkSession, path: str) -> bool:
+    """Turn Delta's Change Data Feed on for an existing table; whether it was off."""
+    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
+    assert detail is not None
+    if (detail[0] or {}).get(CHANGE_DATA_FEED_PROPERTY, "false").lower() == "true":
+        return False
+    spark.sql(f"ALTER TABLE delta.`{qualified(spark, path)}` SET TBLPROPERTIES "
+              f"('{CHANGE_DATA_FEED_PROPERTY}' = 'true')")
+    return True
+
+
+def with_deleted(schema: T.StructType) -> T.StructType:
+    """A ``--deletes soft`` table's columns: `schema`'s and `DELETED`."""
+    return T.StructType([*schema.fields, T.StructField(DELETED, T.BooleanType(), True)])
 
 
 def check_dead_letter_table(spark: SparkSession, path: str) -> None:
@@ -229,7 +267,9 @@ def evolve(spark: SparkSession, path: str, *, evolution: Evolution,
 
 
 @contextmanager
-def _idempotent(spark: SparkSession, *, app_id: str, batch_id: int) -> Iterator[None]:
+def idempotent(spark: SparkSession, *, app_id: str, batch_id: int) -> Iterator[None]:
+    """The MERGEs run inside carry (`app_id`, `batch_id`): Delta skips one whose table has
+    recorded that pair."""
     spark.conf.set(_TXN_APP_ID, app_id)
     spark.conf.set(_TXN_VERSION, str(batch_id))
     try:
@@ -239,25 +279,78 @@ def _idempotent(spark: SparkSession, *, app_id: str, batch_id: int) -> Iterator[
         spark.conf.unset(_TXN_VERSION)
 
 
+def _clauses(builder: Any, values: dict[str, str | Column], *, ordered: bool, soft: bool
+             ) -> Any:
+    """The MERGE's clauses (docs/streaming.md, "Commit order" and "Deletes").
+
+    In Kafka order the last change per key wins. In commit order the source is
+    `transforms.in_commit_order` with `TOMBSTONE`: what the key's deletes removed is known to be
+    no newer than ``m``, the highest of the row's commit ts, the tombstone's and the batch's
+    `BOUND`. The key ends deleted when the batch deletes it and has no upsert at least that new;
+    otherwise its upsert replaces the row only when newer than it, and fills an empty key only
+    when no older than ``m``."""
+    if not ordered:
+        return _offset_clauses(builder, values, soft=soft)
+    ts = f"`{COMMIT_TS}`"
+    m = (f"greatest(coalesce(t.{ts}, -1), coalesce(s.{TOMBSTONE}, -1), "
+         f"coalesce(s.{BOUND}, -1))")
+    gone = f"(s.{HAS_DELETE} AND (s._op = 'delete' OR s.{ts} < {m}))"
+    upsert = f"NOT {gone} AND s._op = 'upsert'"
+    empty = f"greatest(coalesce(s.{TOMBSTONE}, -1), coalesce(s.{BOUND}, -1))"
+    if not soft:
+        return (builder.whenMatchedDelete(gone)
+                .whenMatchedUpdate(f"{upsert} AND s.{ts} > coalesce(t.{ts}, -1)", values)
+                .whenNotMatchedInsert(f"s._op = 'upsert' AND s.{ts} >= {empty}", values))
+    deleted = f"`{DELETED}`"
+    mark: dict[str, str | Column] = {deleted: F.lit(True), ts: F.expr(m),
+                                     f"`{PHYSICAL_TIME}`": F.shiftright(F.expr(m),
+                                                                        PHYSICAL_SHIFT)}
+    # A soft-deleted row is its key's tombstone: its commit ts is what the delete removed,
+    # which is the batch's upsert before the delete when that is newer than the row.
+    back = f"(s.{ts} > t.{ts} OR (t.{deleted} AND s.{ts} >= t.{ts}))"
+    removed = {**values, **{c: F.col(f"s.{BOUND_ROW}.{c}") for c in values if c != deleted},
+               **mark}
+    tomb = {**removed, ts: F.col(f"s.{BOUND}"),
+            f"`{PHYSICAL_TIME}`": F.shiftright(F.col(f"s.{BOUND}"), PHYSICAL_SHIFT)}
+    return (builder.whenMatchedUpdate(f"{gone} AND s.{BOUND} > coalesce(t.{ts}, -1)", removed)
+            .whenMatchedUpdate(f"{gone} AND (NOT t.{deleted} OR {m} > t.{ts})", mark)
+            .whenMatchedUpdate(f"{upsert} AND {back}", values)
+            .whenNotMatchedInsert(f"s._op = 'upsert' AND s.{ts} >= {empty}", values)
+            .whenNotMatchedInsert(f"s.{HAS_DELETE} AND s.{BOUND} IS NOT NULL", tomb))
+
+
+def _offset_clauses(builder: Any, values: dict[str, str | Column], *, soft: bool) -> Any:
+    """Kafka order: the source is the last change per key."""
+    if soft:
+        builder = builder.whenMatchedUpdate(f"s._op = 'delete' AND NOT t.`{DELETED}`",
+                                            {f"`{DELETED}`": F.lit(True)})
+    else:
+        builder = builder.whenMatchedDelete("s._op = 'delete'")
+    return (builder.whenMatchedUpdate("s._op = 'upsert'", values)
+            .whenNotMatchedInsert("s._op = 'upsert'", values))
+
+
 def merge_changes(spark: SparkSession, path: str, *, changes: DataFrame,
                   key_columns: list[str], columns: list[str], app_id: str,
-                  batch_id: int) -> dict[str, int] | None:
-    """MERGE the last change per key: deletes remove the row, upserts update or insert it.
-    Skipped by Delta when this (app id, batch id) is already in the table's log.
+                  batch_id: int, ordered: bool = False, soft: bool = False
+                  ) -> dict[str, int] | None:
+    """MERGE the last change per key (`_clauses`: in offset or commit order; deletes remove the
+    row or, `soft`, set its `DELETED`). Skipped by Delta when this (app id, batch id) is
+    already in the table's log.
 
     Returns:
         the MERGE's counts under Delta's ``operationMetrics`` names
         (``numTargetRowsInserted``, ``...Updated``, ``...Deleted``), as ``execute()`` returns
         them (no history read); None when Delta skipped the batch.
     """
-    values: dict[str, str | Column] = {c: F.col(f"s.`{c}`") for c in columns}
+    values: dict[str, str | Column] = {f"`{c}`": F.col(f"s.`{c}`") for c in columns
+                                       if c != DELETED}
+    if soft:
+        values[f"`{DELETED}`"] = F.lit(False)
     on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns)
-    with _idempotent(spark, app_id=app_id, batch_id=batch_id):
-        counts = (DeltaTable.forPath(spark, path).alias("t").merge(changes.alias("s"), on)
-                  .whenMatchedDelete("s._op = 'delete'")
-                  .whenMatchedUpdate("s._op = 'upsert'", values)
-                  .whenNotMatchedInsert("s._op = 'upsert'", values)
-                  .execute().collect())
+    with idempotent(spark, app_id=app_id, batch_id=batch_id):
+        builder = DeltaTable.forPath(spark, path).alias("t").merge(changes.alias("s"), on)
+        counts = _clauses(builder, values, ordered=ordered, soft=soft).execute().collect()
     if not counts:
         return None
     row = counts[0]

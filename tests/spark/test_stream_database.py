@@ -1,5 +1,6 @@
 """A whole TiDB database in one stream: 20 tables, keyed and keyless, fed by `flatavro bridge`
-from one Canal-JSON topic into a topic per table, landed by one Spark application
+from one Canal-JSON topic into a topic per table (with TiCDC's commit ts: the keyed tables are
+applied in commit order, through their guards), landed by one Spark application
 (``--topic-pattern`` with ``--table-path-template``) through SIGKILLs at seeded random moments,
 an ``ADD COLUMN`` on 5 tables and a table created mid-run; every table read back with delta-rs
 equals the source. Also: a topic list, per-table refusals, a table that cannot be applied
@@ -48,7 +49,8 @@ def produce(broker: Broker, topic: str, by_partition: dict[int, list[bytes]]) ->
 
 class Bridge:
     """`flatavro bridge` running as it is deployed: one long-lived process (it follows each
-    table's DDL from the CREATE TABLE it saw), stopped with SIGTERM."""
+    table's DDL from the CREATE TABLE it saw), stopped with SIGTERM; values with TiCDC's
+    extension fields (the commit ts)."""
 
     def __init__(self, broker: Broker, source: str, registry: str, log: Path) -> None:
         self.broker, self.source, self.group = broker, source, f"db-{source}"
@@ -58,7 +60,7 @@ class Bridge:
                 [str(Path(sys.executable).with_name("flatavro")), "bridge", "--protocol",
                  "canal-json", "--source-topic", source, "--bootstrap-servers",
                  broker.bootstrap, "--registry-url", registry, "--register", "--create-topics",
-                 "--group-id", self.group, "--instance-id", "test"],
+                 "--group-id", self.group, "--instance-id", "test", "--enable-tidb-extension"],
                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
     def drained(self, seconds: float = 180) -> None:
@@ -149,6 +151,8 @@ def test_a_whole_database_lands_exactly_once_through_kills_an_alter_and_a_new_ta
             assert len({(r["_partition"], r["_offset"]) for r in got}) == len(got)
         if table in ALTERED:
             assert "note" in columns
+        guard = tmp_path / "lake" / "shop" / table / "_flatavro_guard"
+        assert guard.is_dir() == (table not in KEYLESS), table  # applied in commit order
 
 
 def registered(broker: Broker, http: httpx.Client, *topics: str) -> None:

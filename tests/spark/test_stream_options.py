@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.settings.config import DEFAULT_OPTIMIZE_EVERY, parse_stream_args
+from spark_jobs.settings.config import (
+    DEFAULT_OPTIMIZE_EVERY,
+    DEFAULT_TOMBSTONE_RETENTION_MS,
+    Deletes,
+    parse_stream_args,
+)
 from spark_jobs.sinks.upkeep import Compaction, for_new_table, optimize_due
 
 ARGV = ["--topic", "t", "--bootstrap-servers", "b:9092", "--registry-url", "http://r",
@@ -26,7 +31,25 @@ def test_deletion_vectors_and_optimize_every() -> None:
     assert parse_stream_args([*ARGV, "--optimize-every", "7"]).optimize_every == 7
 
 
+def test_order_deletes_change_feed_and_tombstone_retention() -> None:
+    default = parse_stream_args(ARGV)
+    assert (default.commit_order, default.deletes, default.change_data_feed) == (
+        True, Deletes.HARD, False)
+    assert default.tombstone_retention_ms == DEFAULT_TOMBSTONE_RETENTION_MS == 7 * 86_400_000
+    chosen = parse_stream_args([*ARGV, "--order", "offset", "--deletes", "soft",
+                                "--change-data-feed", "--tombstone-retention", "36h"])
+    assert (chosen.commit_order, chosen.deletes, chosen.change_data_feed) == (
+        False, Deletes.SOFT, True)
+    assert chosen.tombstone_retention_ms == 36 * 3_600_000
+    assert [parse_stream_args([*ARGV, "--tombstone-retention", d]).tombstone_retention_ms
+            for d in ("250ms", "30s", "90m", "2d")] == [250, 30_000, 5_400_000, 172_800_000]
+
+
 @pytest.mark.parametrize(("option", "value", "message"), [
+    ("--tombstone-retention", "0d", "'0d' is not a duration such as 7d, 36h, 90m or 30s"),
+    ("--tombstone-retention", "7 days", "'7 days' is not a duration such as 7d"),
+    ("--deletes", "purge", "argument --deletes: invalid choice: 'purge'"),
+    ("--order", "arrival", "argument --order: invalid choice: 'arrival'"),
     ("--deletion-vectors", "yes", "argument --deletion-vectors: invalid choice: 'yes'"),
     ("--optimize-every", "-1", "'-1' is not a whole number (0 or more)"),
     ("--optimize-every", "ten", "'ten' is not a whole number (0 or more)")])

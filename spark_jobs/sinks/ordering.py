@@ -1,0 +1,124 @@
+"""The commit-order guard of a stream's table (docs/streaming.md, "Commit order"): what a MERGE
+compares so that a table does not go back in time when TiCDC sends changes again.
+
+TiCDC's Kafka sink is at least once: after a changefeed restart it sends everything after its
+checkpoint again, so older commits arrive at larger offsets. A table whose value schema carries
+``_tidb_commit_ts`` keeps each row's commit ts (one of the row's columns), and its MERGE replaces
+a row only with a newer commit (`delta._clauses`). A hard delete leaves no row to compare with,
+so the key and the commit ts of what the delete removed stay behind as a *tombstone* in the
+table's guard: a Delta table inside the table's directory, under ``_flatavro_guard`` (Delta and
+its readers skip directories that start with ``_``; it moves and goes with the table).
+
+The guard is written before the table, with the same (app id, batch id) pair: a crash between the
+two commits re-runs the batch, the guard skips it and the table applies it, and a tombstone the
+guard already holds changes none of the table's decisions (its commit ts is the one the MERGE
+computes from the row and the batch).
+"""
+
+from __future__ import annotations
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from spark_jobs.decoding.transforms import (
+    BOUND,
+    COMMIT_TS,
+    HAS_DELETE,
+    PHYSICAL_SHIFT,
+    TOMBSTONE,
+)
+from spark_jobs.errors import JobError
+from spark_jobs.sinks.delta import idempotent
+from spark_jobs.sources.files import path_exists, qualified
+
+__all__ = ["GUARD_DIR", "guard_path", "open_guard", "with_tombstones", "record", "expire"]
+
+GUARD_DIR = "_flatavro_guard"
+"""The guard's directory inside the table's."""
+
+
+def guard_path(path: str) -> str:
+    """The guard table of the table at `path`."""
+    return f"{path.rstrip('/')}/{GUARD_DIR}"
+
+
+def _schema(columns: T.StructType, keys: list[str]) -> T.StructType:
+    """A tombstone: the key columns and the commit ts of what the key's delete removed."""
+    fields = {f.name: f for f in columns.fields}
+    return T.StructType([T.StructField(k, fields[k].dataType, True) for k in keys] + [
+        T.StructField(COMMIT_TS, T.LongType(), True)])
+
+
+def open_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: list[str]
+               ) -> None:
+    """Create the guard of the table at `path` when it has none; check an existing one.
+
+    Raises:
+        JobError: the guard's columns are not the table's key columns (the key changed since
+            it was made), naming both.
+    """
+    want = _schema(columns, keys)
+    guard = guard_path(path)
+    if path_exists(spark, guard, empty_is_absent=True):
+        have = DeltaTable.forPath(spark, guard).toDF().schema
+        if [(f.name, f.dataType) for f in have.fields] != [(f.name, f.dataType)
+                                                           for f in want.fields]:
+            raise JobError(
+                f"the commit-order guard at {guard} holds columns "
+                f"{', '.join(f.name for f in have.fields)}, not the table's key "
+                f"{', '.join(keys)} with {COMMIT_TS}: the key changed; move the "
+                f"table aside and rebuild it (docs/streaming.md, 'Commit order')")
+        return
+    DeltaTable.createIfNotExists(spark).location(qualified(spark, guard)).addColumns(
+        want).execute()
+
+
+def _guard(spark: SparkSession, path: str) -> DataFrame:
+    return spark.read.format("delta").load(guard_path(path))
+
+
+def _keyed(rows: DataFrame, other: DataFrame, *, keys: list[str], prefix: str) -> DataFrame:
+    """`rows` left-joined with `other` on the key columns (null-safe); `other`'s columns
+    renamed with `prefix`, its key columns dropped."""
+    renamed = other.select(*[F.col(c).alias(prefix + c) for c in other.columns])
+    on = [rows[k].eqNullSafe(renamed[prefix + k]) for k in keys]
+    return rows.join(renamed, on, "left").drop(*[prefix + k for k in keys])
+
+
+def with_tombstones(spark: SparkSession, path: str, *, winners: DataFrame, keys: list[str]
+                    ) -> DataFrame:
+    """`winners` with `TOMBSTONE`: the commit ts of its key's tombstone, null when none."""
+    tombs = _keyed(winners, _guard(spark, path), keys=keys, prefix="_tomb_")
+    return tombs.withColumnRenamed(f"_tomb_{COMMIT_TS}", TOMBSTONE)
+
+
+def record(spark: SparkSession, path: str, *, winners: DataFrame, keys: list[str],
+           app_id: str, batch_id: int) -> None:
+    """Keep a tombstone for each key the batch deletes (`winners`: `in_commit_order`), with the
+    commit ts of what the delete removed: the highest of the row in the table (read before the
+    batch's MERGE) and the batch's `BOUND`; a key's tombstone keeps the highest. Skipped by
+    Delta when the guard has this (app id, batch id) already; nothing is written for a batch
+    that deletes nothing (its re-run decides the same)."""
+    deleted = winners.where(F.col(HAS_DELETE))
+    if deleted.isEmpty():
+        return
+    rows = _keyed(deleted, DeltaTable.forPath(spark, path).toDF().select(*keys, COMMIT_TS),
+                  keys=keys, prefix="_row_")
+    removed = F.greatest(F.col(f"_row_{COMMIT_TS}"), F.col(BOUND))
+    source = rows.select(*keys, removed.alias(COMMIT_TS)).where(F.col(COMMIT_TS).isNotNull())
+    on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+    with idempotent(spark, app_id=app_id, batch_id=batch_id):
+        (DeltaTable.forPath(spark, guard_path(path)).alias("t").merge(source.alias("s"), on)
+         .whenMatchedUpdate(f"s.{COMMIT_TS} > t.{COMMIT_TS}",
+                            {COMMIT_TS: F.col(f"s.{COMMIT_TS}")})
+         .whenNotMatchedInsertAll().execute())
+
+
+def expire(spark: SparkSession, path: str, *, retention_ms: int, now_ms: int) -> None:
+    """Remove the tombstones whose commit is older than `retention_ms` before `now_ms` (a
+    replay cannot reach back that far; docs/streaming.md, "Commit order")."""
+    cutoff = now_ms - retention_ms
+    DeltaTable.forPath(spark, guard_path(path)).delete(
+        F.shiftright(F.col(COMMIT_TS), PHYSICAL_SHIFT) < F.lit(cutoff))
