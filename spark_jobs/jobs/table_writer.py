@@ -150,10 +150,9 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
             log(f"table {place.path}: Change Data Feed turned on (--change-data-feed); the "
                 f"feed starts at this version")
     if keyed and config.commit_order and not ordered_by_commit(schemas):
-        log(f"table {place.path}: {schemas.value.subject} has no {COMMIT_TS}, so changes are "
-            f"applied in Kafka offset order: after a TiCDC restart, changes sent again can "
-            f"take the table back in time until the replay catches up; TiCDC's "
-            f"enable-tidb-extension=true adds the commit ts (docs/streaming.md, 'Commit order')")
+        log(f"table {place.path}: {schemas.value.subject} has no {COMMIT_TS}: Kafka order, so "
+            f"changes TiCDC sends again after a restart can take it back in time (TiCDC's "
+            f"enable-tidb-extension=true; docs/streaming.md, 'Commit order')")
     if place.dead_letter is not None:
         delta.check_dead_letter_table(session, place.dead_letter)
     writer = TableWriter(session, config, place=place, schemas=schemas,
