@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 
@@ -26,6 +27,15 @@ from tests.test_readme import ROOT, UPDATE, service  # noqa: F401  (fixture)
 EXAMPLES = document_examples(ROOT, RUN_WITH_KAFKA)
 
 
+@pytest.fixture(scope="module")
+def readme_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """A broker of the README's own, as a new user's: the session's holds other tests' topics,
+    which the examples' ``--topic-pattern 'tidb_.*'`` would pick up."""
+    broker = Broker(tmp_path_factory.mktemp("readme-kafka"))
+    yield broker
+    broker.stop()
+
+
 def test_readme_streams_a_topic_into_delta_through_a_schema_change() -> None:
     """The README streams a topic into Delta; its continuation in docs/ adds a column."""
     in_readme = [e.script for e in EXAMPLES if e.path == "README.md"]
@@ -39,7 +49,8 @@ def test_readme_streams_a_topic_into_delta_through_a_schema_change() -> None:
 
 @pytest.mark.parametrize("index", range(len(EXAMPLES)), ids=[e.where for e in EXAMPLES])
 def test_example_prints_what_the_readme_shows(index: int, service: str,  # noqa: F811
-                                              kafka: Broker) -> None:
+                                              readme_kafka: Broker) -> None:
+    kafka = readme_kafka
     example = EXAMPLES[index]
     script = SERVICE_ADDRESS.sub(service, example.script).replace(BROKER_ADDRESS,
                                                                   kafka.bootstrap)
