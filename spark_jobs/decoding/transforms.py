@@ -207,24 +207,26 @@ def in_commit_order(df: DataFrame, key_columns: list[str], *, bound_row: list[st
     Whether the upsert survives the delete depends on the row in the table as well (a MERGE's
     condition): it does when its commit ts is no older than the bound, the row the delete
     removed and the key's tombstone."""
-    arrival = Window.partitionBy(*key_columns).orderBy("_partition", "_offset")
-    key = Window.partitionBy(*key_columns)
+    key = Window.partitionBy(*key_columns)  # every step on one sort by key
+    position = F.struct("_partition", "_offset")  # arrival (TiCDC keeps a key in a partition)
     upsert = F.col("_op") == "upsert"
-    df = df.withColumn("_arrival", F.row_number().over(arrival))
-    df = df.withColumn("_last_delete", F.max(
-        F.when(~upsert, F.col("_arrival"))).over(key))
-    before = F.when(upsert & (F.col("_arrival") < F.col("_last_delete")), F.col(COMMIT_TS))
-    df = df.withColumn(BOUND, F.max(before).over(key))
+    df = df.withColumn("_last_delete", F.max(F.when(~upsert, position)).over(key))
+    after = upsert & (F.col("_last_delete").isNull() | (position > F.col("_last_delete")))
+    before = F.when(upsert & ~after, F.col(COMMIT_TS))
+    # The row to keep: the newest upsert after the last delete, else the newest before it,
+    # else the last delete.
+    df = df.withColumn("_rank", F.struct(after.alias("after"), F.col(COMMIT_TS).alias("ts"),
+                                         position.alias("at")))
+    over_key = {"_best": F.max("_rank").over(key), BOUND: F.max(before).over(key)}
     if bound_row is not None:
-        df = df.withColumn(BOUND_ROW, F.max_by(F.struct(*[F.col(f"`{c}`") for c in bound_row]),
-                                               before).over(key))
-    after = upsert & (F.col("_arrival") > F.coalesce(F.col("_last_delete"), F.lit(0)))
-    best = Window.partitionBy(*key_columns).orderBy(
-        after.desc(), F.col(COMMIT_TS).desc(), F.col("_arrival").desc())
-    return (df.withColumn("_rank", F.row_number().over(best)).where("_rank = 1")
-            .withColumn("_op", F.when(after, F.lit("upsert")).otherwise(F.lit("delete")))
+        over_key[BOUND_ROW] = F.max_by(F.struct(*[F.col(f"`{c}`") for c in bound_row]),
+                                       before).over(key)
+    df = df.withColumns(over_key)  # one pass over each key's rows
+    return (df.where(F.col("_rank").eqNullSafe(F.col("_best")))
+            .withColumn("_op", F.when(F.col("_rank.after"), F.lit("upsert")).otherwise(
+                F.lit("delete")))
             .withColumn(HAS_DELETE, F.col("_last_delete").isNotNull())
-            .drop("_rank", "_arrival", "_last_delete"))
+            .drop("_last_delete", "_rank", "_best"))
 
 
 def last_change_per_key(df: DataFrame, key_columns: list[str]) -> DataFrame:

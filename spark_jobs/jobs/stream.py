@@ -202,7 +202,9 @@ class BatchApplier:
                           if h[f"_{part}_header"] is not None} for part in ("key", "value")}
             part = framed.where(F.col("topic") == topic) if len(topics) > 1 else framed
             writer = self.tables[topic]
-            done = writer.apply(part, batch_id, ids=ids)
+            deletes = any(h["_value_header"] is None and h["_key_header"] is not None
+                          for h in rows)
+            done = writer.apply(part, batch_id, ids=ids, deletes=deletes)
             writer.upkeep(batch_id)
             return done
 

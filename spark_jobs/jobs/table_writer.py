@@ -178,6 +178,7 @@ class TableWriter:
         # the same batches across restarts; many tables are shifted by a number from their
         # name, so that their OPTIMIZEs do not all fall on one micro-batch.
         self.written: int | None = None
+        self.tombstones = False  # whether the guard may hold any (none: no join with it)
         every = config.optimize_every
         self.shift = zlib.crc32(place.name.encode()) % every if config.many and every else 0
         metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
@@ -218,18 +219,19 @@ class TableWriter:
         self.columns = want
         if self.ordered:
             assert self.schemas.key is not None
-            ordering.open_guard(self.spark, self.path, columns=want,
-                                keys=self.schemas.key.field_names())
+            self.tombstones = ordering.open_guard(self.spark, self.path, columns=want,
+                                                  keys=self.schemas.key.field_names())
 
     def known(self, part: str) -> set[int]:
         """The schema ids of the key or value subject the writer has."""
         subject = getattr(self.schemas, part)
         return set(subject.by_id) if subject is not None else set()
 
-    def apply(self, framed: DataFrame, batch_id: int, *, ids: dict[str, set[int | None]]
-              ) -> str:
+    def apply(self, framed: DataFrame, batch_id: int, *, ids: dict[str, set[int | None]],
+              deletes: bool = True) -> str:
         """Write this topic's frames of micro-batch `batch_id` (`ids`: the key and value schema
-        ids among them); what was done, for the batch's log line."""
+        ids among them; `deletes`: whether any is a tombstone); what was done, for the batch's
+        log line."""
         started = time.monotonic()
         if any(ids[p] - self.known(p) - {None} for p in ids):
             self.schemas = resolve_schemas(self.config, self.topic)  # registered meanwhile
@@ -239,7 +241,7 @@ class TableWriter:
         with triaged(framed, self.schemas, mode=mode,
                      cache=mode is Mode.PERMISSIVE) as sorted_messages:
             dead_count = self._set_aside(sorted_messages.dead, batch_id)
-            changes = self._write(sorted_messages.rows, batch_id)
+            changes = self._write(sorted_messages.rows, batch_id, deletes=deletes)
         self.metrics.took(self.name, time.monotonic() - started)
         return changes + (f", {dead_count} to the dead-letter table" if dead_count else "")
 
@@ -275,7 +277,7 @@ class TableWriter:
         finally:
             dead.unpersist()
 
-    def _write(self, changes: DataFrame, batch_id: int) -> str:
+    def _write(self, changes: DataFrame, batch_id: int, *, deletes: bool) -> str:
         """Write the batch's rows; what the commit did, for the batch's log line."""
         columns = [f.name for f in self.columns.fields]
         if self.schemas.key is None:
@@ -290,7 +292,8 @@ class TableWriter:
                                          app_id=self.app_id, batch_id=batch_id,
                                          soft=self.config.deletes is Deletes.SOFT)
         else:
-            merged = self._merge_ordered(changes, batch_id, keys=keys, columns=columns)
+            merged = self._merge_ordered(changes, batch_id, keys=keys, columns=columns,
+                                         deletes=deletes)
         if merged is None:
             return SKIPPED
         self.version = delta.committed_version(self.spark, self.path)
@@ -300,25 +303,26 @@ class TableWriter:
                 f"{merged['numTargetRowsDeleted']}")
 
     def _merge_ordered(self, changes: DataFrame, batch_id: int, *, keys: list[str],
-                       columns: list[str]) -> dict[str, int] | None:
-        """MERGE in commit order; first keep the batch's tombstones in the guard (hard
-        deletes), which reads the rows they replace before the MERGE removes them."""
+                       columns: list[str], deletes: bool) -> dict[str, int] | None:
+        """MERGE in commit order; first, when the batch has `deletes` (hard), keep its
+        tombstones in the guard, which reads the rows they replace before the MERGE removes
+        them."""
         soft = self.config.deletes is Deletes.SOFT
         winners = in_commit_order(changes, keys, bound_row=[
-            c for c in columns if c != DELETED] if soft else None).persist()
-        try:
-            if not soft:
+            c for c in columns if c != DELETED] if soft else None)
+        if soft:  # a soft-deleted row is its own tombstone
+            source = winners.withColumn(TOMBSTONE, F.lit(None).cast("long"))
+        else:
+            if deletes:
                 ordering.record(self.spark, self.path, winners=winners, keys=keys,
                                 app_id=self.app_id, batch_id=batch_id)
-                winners_ = ordering.with_tombstones(self.spark, self.path, winners=winners,
-                                                    keys=keys)
-            else:
-                winners_ = winners.withColumn(TOMBSTONE, F.lit(None).cast("long"))
-            return delta.merge_changes(
-                self.spark, self.path, changes=winners_, key_columns=keys, columns=columns,
-                app_id=self.app_id, batch_id=batch_id, ordered=True, soft=soft)
-        finally:
-            winners.unpersist()
+                self.tombstones = True
+            source = (ordering.with_tombstones(self.spark, self.path, winners=winners, keys=keys)
+                      if self.tombstones else winners.withColumn(TOMBSTONE,
+                                                                 F.lit(None).cast("long")))
+        return delta.merge_changes(
+            self.spark, self.path, changes=source, key_columns=keys, columns=columns,
+            app_id=self.app_id, batch_id=batch_id, ordered=True, soft=soft)
 
     def _latest_version(self) -> int:
         last = DeltaTable.forPath(self.spark, self.path).history(1).select("version").first()

@@ -52,8 +52,9 @@ def _schema(columns: T.StructType, keys: list[str]) -> T.StructType:
 
 
 def open_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: list[str]
-               ) -> None:
+               ) -> bool:
     """Create the guard of the table at `path` when it has none; check an existing one.
+    Whether it holds any tombstone.
 
     Raises:
         JobError: the guard's columns are not the table's key columns (the key changed since
@@ -70,9 +71,10 @@ def open_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: l
                 f"{', '.join(f.name for f in have.fields)}, not the table's key "
                 f"{', '.join(keys)} with {COMMIT_TS}: the key changed; move the "
                 f"table aside and rebuild it (docs/streaming.md, 'Commit order')")
-        return
+        return not DeltaTable.forPath(spark, guard).toDF().isEmpty()
     DeltaTable.createIfNotExists(spark).location(qualified(spark, guard)).addColumns(
         want).execute()
+    return False
 
 
 def _guard(spark: SparkSession, path: str) -> DataFrame:
@@ -99,11 +101,9 @@ def record(spark: SparkSession, path: str, *, winners: DataFrame, keys: list[str
     """Keep a tombstone for each key the batch deletes (`winners`: `in_commit_order`), with the
     commit ts of what the delete removed: the highest of the row in the table (read before the
     batch's MERGE) and the batch's `BOUND`; a key's tombstone keeps the highest. Skipped by
-    Delta when the guard has this (app id, batch id) already; nothing is written for a batch
-    that deletes nothing (its re-run decides the same)."""
+    Delta when the guard has this (app id, batch id) already. (A batch that deletes nothing
+    writes nothing here: its re-run decides the same.)"""
     deleted = winners.where(F.col(HAS_DELETE))
-    if deleted.isEmpty():
-        return
     rows = _keyed(deleted, DeltaTable.forPath(spark, path).toDF().select(*keys, COMMIT_TS),
                   keys=keys, prefix="_row_")
     removed = F.greatest(F.col(f"_row_{COMMIT_TS}"), F.col(BOUND))

@@ -1,14 +1,19 @@
 """`in_commit_order` and `latest_state(by_commit=True)` on hand-made micro-batches: the change
 kept per key is the newest commit, not the last to arrive; a delete (no commit ts of its own)
-is placed after the key's changes that arrived before it."""
+is placed after the key's changes that arrived before it. The guard's tombstones expire."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 
 from spark_jobs.decoding.transforms import BOUND, HAS_DELETE, in_commit_order, latest_state
+from spark_jobs.errors import JobError
+from spark_jobs.sinks import ordering
 
 COLUMNS = "id int, name string, _tidb_commit_ts long, _op string, _partition int, _offset long"
 
@@ -52,3 +57,25 @@ def test_an_upsert_older_than_the_delete_bound_does_not_survive(spark: SparkSess
     assert latest_state(changes, ["id"], by_commit=True).count() == 0
     # Kafka order would keep the replayed older row.
     assert [r["name"] for r in latest_state(changes, ["id"]).collect()] == ["a"]
+
+
+def test_tombstones_expire_after_the_retention_and_the_guard_keeps_its_key(
+        spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "table")
+    columns = T.StructType([T.StructField("id", T.IntegerType()),
+                            T.StructField("_tidb_commit_ts", T.LongType())])
+    spark.createDataFrame([], columns).write.format("delta").save(path)
+    ordering.open_guard(spark, path, columns=columns, keys=["id"])
+    now_ms = 1_764_000_000_000
+    day = 86_400_000
+    tombs = [(1, (now_ms - 8 * day) << 18), (2, (now_ms - 6 * day) << 18), (3, now_ms << 18)]
+    spark.createDataFrame(tombs, "id int, _tidb_commit_ts long").write.format("delta").mode(
+        "append").save(ordering.guard_path(path))
+    ordering.expire(spark, path, retention_ms=7 * day, now_ms=now_ms)
+    left = spark.read.format("delta").load(ordering.guard_path(path))
+    assert sorted(r["id"] for r in left.collect()) == [2, 3]
+    # A table whose key changed since its guard was made is refused, naming both.
+    other = T.StructType([T.StructField("sku", T.StringType()), *columns.fields])
+    with pytest.raises(JobError, match=r"holds columns id, _tidb_commit_ts, not the table's "
+                                       r"key sku with _tidb_commit_ts"):
+        ordering.open_guard(spark, path, columns=other, keys=["sku"])
