@@ -152,10 +152,28 @@ class Bridge:
         idle = self.options.exit_when_idle
         assigned_at = self.membership.assigned_at
         if idle is not None and assigned_at is not None and now - max(
-                self.last_message, assigned_at) >= idle and not self.queues.any():
+                self.last_message, assigned_at) >= idle and not self.queues.any() and (
+                self._caught_up()):
             log(f"idle for {idle:g} s: exiting")
             return True
         return False
+
+    def _caught_up(self) -> bool:
+        """Whether every assigned partition is read to its end: its position (or, before its
+        first message since the assignment, its committed offset) at its high watermark as
+        the last fetch saw it. A slow first fetch after a restart is not idleness."""
+        consumer = self.clients.consumer
+        assigned = consumer.assignment()
+        positions = consumer.position(assigned)
+        unread = [tp for tp in positions if tp.offset < 0]
+        committed = {(tp.topic, tp.partition): tp.offset
+                     for tp in (consumer.committed(unread, timeout=10) if unread else [])}
+        for tp in positions:
+            low, high = consumer.get_watermark_offsets(tp, cached=True)
+            offset = tp.offset if tp.offset >= 0 else committed.get((tp.topic, tp.partition), -1)
+            if high < 0 or max(offset, low) < high:
+                return False
+        return True
 
     async def _process(self, fresh: list[SourceRecord]) -> int:
         """Queue a poll's records, convert the partitions they (or a retry) touch, commit;

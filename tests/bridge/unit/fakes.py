@@ -118,8 +118,26 @@ class FakeConsumer:
         self.joins += 1
         on_assign(self, [TopicPartition(topics[0], p) for p in self.assigned])
 
+    def __post_init__(self) -> None:
+        """A partition's high watermark, unless given: the end of its scripted messages."""
+        for poll in self.polls:
+            for message in poll:
+                if message.error() is None:
+                    self.highs[message.partition()] = max(
+                        self.highs.get(message.partition(), 0), message.offset() + 1)
+        for partition in self.assigned:
+            self.highs.setdefault(partition, 0)
+
     def consume(self, num_messages: int, timeout: float) -> list[Any]:
-        return self.polls.pop(0) if self.polls else []
+        poll = self.polls.pop(0) if self.polls else []
+        for message in poll:
+            if message.error() is None:
+                self.positions[message.partition()] = message.offset() + 1
+        return poll
+
+    def committed(self, partitions: list[TopicPartition], timeout: float
+                  ) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, -1001) for tp in partitions]
 
     def consumer_group_metadata(self) -> str:
         return "group-metadata"

@@ -74,6 +74,16 @@ def test_a_run_converts_commits_and_exits_when_idle(capsys: pytest.CaptureFixtur
     assert consumer.closes == 1 and "idle for 0 s: exiting" in capsys.readouterr().err
 
 
+def test_idle_means_read_to_the_end_not_a_slow_first_fetch() -> None:
+    """Empty polls while a partition has messages left (its position below its high
+    watermark: a slow first fetch after a restart) do not count as idle."""
+    consumer = FakeConsumer(assigned=[0, 1], polls=[[], [], [message(0, 0, b"ok")]])
+    made, producer = bridge(consumer=consumer, exit_when_idle=0.0)
+    asyncio.run(made.run(threading.Event()))
+    assert [c[0] for c in producer.named("produce")] == ["out"]
+    assert committed_offsets(producer) == [[(SOURCE, 0, 1)]]
+
+
 def test_a_held_partition_is_retried_then_its_first_message_dead_lettered() -> None:
     clock = Clock(100.0)
     converter = FakeConverter()
