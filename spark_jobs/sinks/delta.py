@@ -177,6 +177,11 @@ def check_table(spark: SparkSession, path: str, *, topic: str,
         raise JobError(f"the Delta table at {path} mirrors topic {owner}, not {topic}")
     have = table.toDF().schema
     if not any(_describe(have) == _describe(v) for v in versions.values()):
+        if (DELETED in _describe(have)) != (DELETED in _describe(latest)):
+            made, asked = ("soft", "hard") if DELETED in _describe(have) else ("hard", "soft")
+            raise JobError(f"the Delta table at {path} was made with --deletes {made} (its "
+                           f"columns {'have' if made == 'soft' else 'lack'} {DELETED}), not "
+                           f"--deletes {asked}: keep its mode, or rebuild it into a new path")
         raise JobError(f"the Delta table at {path} is not a table of topic {topic}: it "
                        f"{_difference(have, latest)} (compared with the latest version)")
     return True

@@ -16,15 +16,18 @@ from __future__ import annotations
 import os
 import random
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import httpx
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import SparkSession
 
+from spark_jobs.errors import JobError
 from spark_jobs.jobs.stream import run
 from spark_jobs.settings.config import Deletes, StreamConfig, Trigger
 from tests.spark.test_bulk_read import encode, service  # noqa: F401  (fixture)
@@ -151,6 +154,9 @@ def test_replays_never_take_a_key_back_in_time(
                 for k, c in replay.last_rows(source).items()}
     assert {r["id"]: (r[TS], r["name"], r["_deleted"]) for r in soft_versions[-1][1]
             } == expected, f"seed {seed}"
+    with pytest.raises(JobError, match=r"was made with --deletes soft \(its columns have "
+                                       r"_deleted\), not --deletes hard"):
+        run(spark, replace(soft, deletes=Deletes.HARD))
 
 
 def _check_change_feed(path: str, versions: list[tuple[int, list[dict[str, Any]]]], *,
