@@ -18,12 +18,16 @@ from service.core.options import SchemaOptions
 from service.core.table import Column, Table
 from service.core.temporal import TemporalFormatError
 
-__all__ = ["RowCodec", "extension_values", "commit_physical_time"]
+__all__ = ["RowCodec", "extension_values", "commit_physical_time", "PHYSICAL_SHIFT"]
+
+PHYSICAL_SHIFT = 18
+"""A TiDB TSO is its physical time in milliseconds shifted left by this, plus a logical
+counter."""
 
 
 def commit_physical_time(commit_ts: int) -> int:
-    """The physical part of a TiDB TSO in milliseconds: ``commit_ts >> 18``."""
-    return commit_ts >> 18
+    """The physical part of a TiDB TSO in milliseconds: ``commit_ts >> PHYSICAL_SHIFT``."""
+    return commit_ts >> PHYSICAL_SHIFT
 
 
 def extension_values(*, update: bool, commit_ts: int) -> dict[str, Any]:

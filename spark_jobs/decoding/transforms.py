@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
 from service.core.framing import HEADER_SIZE, MAGIC_BYTE, frame
+from service.core.values import PHYSICAL_SHIFT
 from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions, for_spark
 from spark_jobs.settings.config import Mode
 
@@ -174,8 +175,6 @@ HAS_DELETE = "_has_delete"
 
 PHYSICAL_TIME = "_tidb_commit_physical_time"
 """TiCDC's field with the commit's physical time, ``commit_ts >> PHYSICAL_SHIFT`` ms."""
-
-PHYSICAL_SHIFT = 18
 
 DELETED = "_deleted"
 """The column of a ``--deletes soft`` table: true for a row TiDB deleted."""

@@ -11,8 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-TSO_SHIFT = 18
-"""A TiDB TSO is the physical time in ms shifted left by 18, plus a logical counter."""
+from service.core.values import PHYSICAL_SHIFT
 
 _START_MS = 1_764_000_000_000
 
@@ -41,7 +40,7 @@ def history(rng: random.Random, *, keys: int, commits: int) -> list[Change]:
     physical = _START_MS
     for number in range(commits):
         physical += rng.randint(1, 5)
-        ts = (physical << TSO_SHIFT) + rng.randint(0, 999)
+        ts = (physical << PHYSICAL_SHIFT) + rng.randint(0, 999)
         key = rng.randrange(keys)
         op = "insert" if key not in rows else rng.choice(["update", "update", "delete"])
         if op == "delete":
