@@ -29,11 +29,12 @@ _REQUIRED = ("spark-avro_2.13", "spark-sql-kafka-0-10_2.13", "delta-spark_2.13")
 _STANDALONE = "spark://"
 _STANDALONE_PORT = 7077
 
-REDACTION_REGEX = (r"(?i)secret|password|token|access[.]key"
+REDACTION_REGEX = (r"(?i)secret|password|token|credential|access[.]key"
                    r"|sasl[.]jaas[.]config|ssl[.]keystore[.]key")
 """Spark's ``spark.redaction.regex`` (its default, then the Kafka client's secret options): a
 configuration or option whose name or value matches is shown as ``*********(redacted)`` in the
-UI, the event log and plan strings (``kafka.sasl.jaas.config`` holds the SASL password)."""
+UI, the event log and plan strings (``kafka.sasl.jaas.config`` holds the SASL password; an
+Iceberg REST catalog's ``credential`` its OAuth secret)."""
 
 MASTER_CONNECT_SECONDS = 10.0
 """How long the job waits for a standalone master to accept a connection, all masters of a

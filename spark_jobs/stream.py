@@ -46,8 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         run(spark, config, stop=stop)
 
+    iceberg = config.iceberg
     return run_job("stream", work, master=config.master, checks=lambda: _checks(config),
-                   paths=(config.table_path, config.checkpoint, config.dead_letter))
+                   paths=(None if iceberg else config.table_path, config.checkpoint,
+                          config.dead_letter, iceberg.warehouse if iceberg else None))
 
 
 if __name__ == "__main__":

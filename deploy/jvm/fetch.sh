@@ -3,7 +3,8 @@
 # present):
 #   $CACHE/spark/  spark-avro_2.13 + spark-sql-kafka-0-10_2.13 at exactly the installed
 #                  pyspark version, with the runtime dependencies pyspark does not ship
-#                  (given to Spark through spark.jars);
+#                  (given to Spark through spark.jars), delta-spark, and Iceberg's Spark
+#                  runtime with sqlite-jdbc (spark-pom.xml);
 #   $CACHE/kafka/  kafka_2.13 and a log4j binding: a KRaft broker for deploy/kafka/kafka.sh;
 #   $CACHE/apicurio/  Apicurio Registry's app (runner jar + lib/), unpacked from its tarball:
 #                  the third-party registry of the tests, for deploy/apicurio/apicurio.sh;
@@ -69,8 +70,10 @@ drop_pyspark_jars() {
 if [[ $what == spark || $what == all ]]; then
     spark_version=$("$python" -c 'import pyspark; print(pyspark.__version__)')
     delta_version=$(sed -n 's:.*<delta.version>\(.*\)</delta.version>.*:\1:p' "$here/spark-pom.xml")
-    fetch spark spark-pom.xml "spark $spark_version delta $delta_version" \
-        "~90 MB into ~/.m2 the first time, ~17 MB of it kept in $cache/spark" \
+    iceberg_version=$(sed -n 's:.*<iceberg.version>\(.*\)</iceberg.version>.*:\1:p' \
+        "$here/spark-pom.xml")
+    fetch spark spark-pom.xml "spark $spark_version delta $delta_version iceberg $iceberg_version" \
+        "~160 MB into ~/.m2 the first time, ~80 MB of it kept in $cache/spark" \
         -Dspark.version="$spark_version"
     drop_pyspark_jars "$cache/spark"
 fi

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spark_jobs.errors import JobError
-from spark_jobs.settings.config import StreamConfig
+from spark_jobs.settings.config import StreamConfig, TableFormat
 from spark_jobs.sources.files import Files, HadoopFiles, same_location
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ def _claim(files: Files, config: StreamConfig) -> dict[str, str]:
     mode its topics and table template."""
     if config.many:
         return {"topics": str(config.subscription()), "tables": str(config.table_template)}
+    if config.table_format is TableFormat.ICEBERG:  # a name in the catalog, not a path
+        return {"topic": config.topic, "table": f"iceberg:{config.table_path}"}
     return {"topic": config.topic, "table": files.qualified(config.table_path)}
 
 
@@ -68,6 +70,8 @@ def check_checkpoint(files: Files, config: StreamConfig) -> str | None:
         raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream into "
                        f"{claimed['table']}, not {want['table']}: give "
                        f"each table its own --checkpoint")
+    if config.table_format is TableFormat.ICEBERG:
+        return str(claimed["id"])
     if not files.exists(config.table_path, empty_is_absent=True) and files.exists(
             f"{config.checkpoint.rstrip('/')}/commits", empty_is_absent=True):
         raise JobError(f"the checkpoint {config.checkpoint} has applied batches to "

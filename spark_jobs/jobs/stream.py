@@ -34,6 +34,7 @@ from spark_jobs.jobs.checkpoint_marker import claim_checkpoint
 from spark_jobs.jobs.stream_metrics import StreamMetrics
 from spark_jobs.jobs.table_writer import TableWriter, locate, log, open_table
 from spark_jobs.settings.config import StreamConfig
+from spark_jobs.sinks import iceberg
 from spark_jobs.sources import kafka_check
 
 __all__ = ["BatchApplier", "prepare", "run"]
@@ -232,6 +233,8 @@ def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
     subscription = config.subscription()
     if subscription.pattern is not None:
         kafka_check.check_broker(config.bootstrap_servers, kafka=config.kafka)
+    if config.iceberg is not None:
+        iceberg.check_catalog(spark, config.iceberg)
     claim = claim_checkpoint(spark, config)
     applier = BatchApplier(spark, config, app_id=claim.app_id)
     try:

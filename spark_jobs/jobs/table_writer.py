@@ -36,11 +36,12 @@ from spark_jobs.decoding.transforms import (
 )
 from spark_jobs.errors import JobError
 from spark_jobs.jobs.stream_metrics import StreamMetrics
-from spark_jobs.settings.config import Deletes, Mode, StreamConfig
+from spark_jobs.settings.config import Deletes, Mode, StreamConfig, TableFormat
 from spark_jobs.sinks import delta, ordering, upkeep
+from spark_jobs.sinks.columns import plan_evolution, table_schema, version_schemas
 from spark_jobs.sources import kafka_check
 
-__all__ = ["Located", "TableWriter", "locate", "open_table", "SKIPPED"]
+__all__ = ["Located", "Place", "TableWriter", "columns_for", "locate", "open_table", "SKIPPED"]
 
 SKIPPED = "already in the table (a re-run batch: skipped)"
 
@@ -51,7 +52,7 @@ def log(text: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Place:
+class Place:
     """Where one topic's rows go."""
 
     topic: str
@@ -60,7 +61,7 @@ class _Place:
     dead_letter: str | None
 
 
-def _place(config: StreamConfig, *, topic: str, schemas: TopicVersions) -> _Place:
+def _place(config: StreamConfig, *, topic: str, schemas: TopicVersions) -> Place:
     database, table = schemas.value.table_name()
     if config.many and not database and config.table_template is not None and (
             config.table_template.uses("database")):
@@ -70,11 +71,11 @@ def _place(config: StreamConfig, *, topic: str, schemas: TopicVersions) -> _Plac
                        f"{config.table_template} needs")
     name = f"{database}.{table}" if database else table
     path = config.table_for(topic=topic, database=database, table=table)
-    return _Place(topic, name, path,
+    return Place(topic, name, path,
                   config.dead_letter_for(topic=topic, database=database, table=table))
 
 
-def _columns(config: StreamConfig, schemas: TopicVersions, *, columns: T.StructType
+def columns_for(config: StreamConfig, schemas: TopicVersions, *, columns: T.StructType
              ) -> T.StructType:
     """The table's columns for `columns` (a version's): with `DELETED` in a keyed table under
     ``--deletes soft``."""
@@ -92,7 +93,7 @@ class Located:
     """A topic's schemas and where its rows go, before its table is opened."""
 
     schemas: TopicVersions
-    place: _Place
+    place: Place
 
     @property
     def path(self) -> str:
@@ -126,11 +127,17 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
     schemas, place = located.schemas, located.place
     topic = place.topic
     if label is not None:
-        place = _Place(topic, label, place.path, place.dead_letter)
+        place = Place(topic, label, place.path, place.dead_letter)
+    if config.table_format is TableFormat.ICEBERG:
+        from spark_jobs.jobs.iceberg_writer import open_iceberg_table
+
+        return open_iceberg_table(spark, config, place=place, schemas=schemas,
+                                  app_id=f"{app_id}-{topic}" if config.many else app_id,
+                                  metrics=metrics)
     session = spark.newSession()
-    versions = {i: _columns(config, schemas, columns=v)
-                for i, v in delta.version_schemas(session, schemas).items()}
-    latest = _columns(config, schemas, columns=delta.table_schema(session, schemas))
+    versions = {i: columns_for(config, schemas, columns=v)
+                for i, v in version_schemas(session, schemas).items()}
+    latest = columns_for(config, schemas, columns=table_schema(session, schemas))
     exists = delta.check_table(session, place.path, topic=topic, versions=versions,
                                latest=latest)
     vectors = upkeep.deletion_vectors(session, place.path) if exists else None
@@ -164,7 +171,7 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
 class TableWriter:
     """Applies one topic's part of each micro-batch to its table (driver side)."""
 
-    def __init__(self, session: SparkSession, config: StreamConfig, *, place: _Place,
+    def __init__(self, session: SparkSession, config: StreamConfig, *, place: Place,
                  schemas: TopicVersions, app_id: str, metrics: StreamMetrics) -> None:
         """Write `place`'s table through `session` (its own), as `app_id` (Delta's app id for
         idempotent writes)."""
@@ -207,9 +214,9 @@ class TableWriter:
     def sync_table(self) -> None:
         """Evolve the table to the latest value version's columns, if they differ; give it its
         commit-order guard when the value carries the commit ts."""
-        want = _columns(self.config, self.schemas,
-                        columns=delta.table_schema(self.spark, self.schemas))
-        evolution = delta.plan_evolution(self.columns, want, subject=self.schemas.value.subject)
+        want = columns_for(self.config, self.schemas,
+                        columns=table_schema(self.spark, self.schemas))
+        evolution = plan_evolution(self.columns, want, subject=self.schemas.value.subject)
         if evolution:
             delta.evolve(self.spark, self.path, evolution=evolution, subject=self.schemas.value)
             self.version = self._latest_version()

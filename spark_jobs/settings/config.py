@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
 from spark_jobs.errors import JobError
+from spark_jobs.settings.iceberg import IcebergCatalog
 from spark_jobs.settings.kafka import KafkaSettings
 from spark_jobs.settings.tables import PathTemplate, Topics
 
 __all__ = ["DEFAULT_OPTIMIZE_EVERY", "DEFAULT_TOMBSTONE_RETENTION_MS", "Deletes", "JobConfig",
-           "Mode", "OutputFormat", "SchemaSource", "StreamConfig", "parse_args",
+           "Mode", "OutputFormat", "SchemaSource", "StreamConfig", "TableFormat", "parse_args",
            "parse_stream_args", "registry_url_from_env"]
 
 
@@ -51,6 +52,17 @@ class OutputFormat(enum.Enum):
 
     PARQUET = "parquet"
     DELTA = "delta"
+
+
+class TableFormat(enum.Enum):
+    """The stream's table format (``--format``)."""
+
+    DELTA = "delta"  # a Delta Lake table at a path
+    ICEBERG = "iceberg"  # an Apache Iceberg table in a catalog, merge-on-read
+
+
+ICEBERG_NAME = re.compile(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+")
+"""An Iceberg table's name in the catalog: ``namespace.table`` (a namespace may have levels)."""
 
 
 class Deletes(enum.Enum):
@@ -340,6 +352,9 @@ class StreamConfig:
     commit_order: bool = True  # --order commit (default) | offset
     change_data_feed: bool = False  # --change-data-feed: Delta's CDF on the tables
     tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS
+    table_format: TableFormat = TableFormat.DELTA
+    iceberg: IcebergCatalog | None = None  # --format iceberg: the catalog
+    iceberg_format_version: int = 2
 
     @property
     def many(self) -> bool:
@@ -396,13 +411,16 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     parser.add_argument("--kafka-config", metavar="FILE", help=KAFKA_CONFIG_HELP)
     _add_schema_source(parser)
     tables = parser.add_mutually_exclusive_group(required=True)
-    tables.add_argument("--table-path", metavar="PATH",
-                        help="--topic's Delta table (created when absent)")
-    tables.add_argument("--table-path-template", metavar="TEMPLATE",
+    tables.add_argument("--table-path", "--table", metavar="PATH",
+                        help="--topic's Delta table (created when absent); with --format "
+                             "iceberg the table's name in the catalog, namespace.table")
+    tables.add_argument("--table-path-template", "--table-template", metavar="TEMPLATE",
                         help="each topic's Delta table (created when absent), e.g. "
                              "'s3a://lake/{database}/{table}': {database} and {table} are the "
                              "value schema's database (its namespace after the first '.') and "
-                             "record name, as TiCDC writes them; {topic} the topic")
+                             "record name, as TiCDC writes them; {topic} the topic; with "
+                             "--format iceberg a name, e.g. '{database}.{table}'")
+    _add_format(parser)
     parser.add_argument("--checkpoint", required=True, metavar="PATH",
                         help="Spark's checkpoint: Kafka offsets and committed batches; one "
                              "per stream (its topics and tables)")
@@ -445,7 +463,76 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
         table_template=templates[0], dead_letter_template=templates[1],
         parallel_tables=args.parallel_tables, deletes=Deletes(args.deletes),
         change_data_feed=args.change_data_feed, commit_order=args.order == "commit",
-        tombstone_retention_ms=args.tombstone_retention)
+        tombstone_retention_ms=args.tombstone_retention,
+        table_format=TableFormat(args.format), iceberg=_iceberg(parser, args, mode=mode),
+        iceberg_format_version=args.iceberg_format_version or 2)
+
+
+def _add_format(parser: argparse.ArgumentParser) -> None:
+    """The table format and, for Iceberg, its catalog (docs/streaming.md, "Iceberg")."""
+    parser.add_argument(
+        "--format", choices=[f.value for f in TableFormat], default=TableFormat.DELTA.value,
+        help="delta (the default): Delta Lake tables at paths; iceberg: Apache Iceberg tables "
+             "(merge-on-read) in the catalog of --iceberg-warehouse or --catalog-config, "
+             "named by --table / --table-template")
+    parser.add_argument(
+        "--iceberg-warehouse", metavar="PATH",
+        help="--format iceberg: where the default catalog (JDBC on a SQLite file) keeps its "
+             "tables, a local path or s3a://bucket/prefix")
+    parser.add_argument(
+        "--iceberg-catalog-uri", metavar="JDBC_URL",
+        help="--format iceberg: the default catalog's database (default "
+             "jdbc:sqlite:<warehouse>/catalog.sqlite; PyIceberg's SqlCatalog reads it too)")
+    parser.add_argument(
+        "--catalog-config", metavar="FILE",
+        help="--format iceberg: another Spark Iceberg catalog (REST, Hive, Glue...), key=value "
+             "lines of its Spark catalog properties (type=rest, uri=..., warehouse=..., "
+             "credential=...); secrets are never logged")
+    parser.add_argument(
+        "--iceberg-format-version", type=int, choices=[2, 3], metavar="2|3",
+        help="--format iceberg: the format version of tables the stream creates (default 2: "
+             "position delete files, read by every Iceberg reader; 3: deletion vectors)")
+
+
+_DELTA_ONLY = (("deletion_vectors", "--deletion-vectors"),
+               ("change_data_feed", "--change-data-feed"))
+_ICEBERG_ONLY = (("iceberg_warehouse", "--iceberg-warehouse"),
+                 ("iceberg_catalog_uri", "--iceberg-catalog-uri"),
+                 ("catalog_config", "--catalog-config"),
+                 ("iceberg_format_version", "--iceberg-format-version"))
+
+
+def _iceberg(parser: argparse.ArgumentParser, args: argparse.Namespace, *, mode: Mode
+             ) -> IcebergCatalog | None:
+    """The Iceberg catalog of ``--format iceberg``, and the options that go with one format
+    only (one line for a wrong mix)."""
+    given = [flag for dest, flag in _ICEBERG_ONLY if getattr(args, dest)]
+    if args.format != TableFormat.ICEBERG.value:
+        if given:
+            parser.error(f"{given[0]} is for --format iceberg")
+        return None
+    delta_only = [flag for dest, flag in _DELTA_ONLY if getattr(args, dest)]
+    if delta_only:
+        parser.error(f"{delta_only[0]} is for --format delta (a Delta table feature)")
+    if mode is Mode.PERMISSIVE:
+        parser.error("--mode permissive is for --format delta (dead letters go to a Delta "
+                     "table); with --format iceberg the stream stops at a bad message")
+    if args.table_path is not None and not ICEBERG_NAME.fullmatch(args.table_path):
+        parser.error(f"--table {args.table_path!r} is not an Iceberg table name "
+                     f"namespace.table (letters, digits, '_')")
+    try:
+        if args.catalog_config:
+            if args.iceberg_warehouse or args.iceberg_catalog_uri:
+                parser.error("--catalog-config names the whole catalog: drop "
+                             "--iceberg-warehouse and --iceberg-catalog-uri")
+            return IcebergCatalog.read(args.catalog_config)
+        if not args.iceberg_warehouse:
+            parser.error("--format iceberg needs --iceberg-warehouse PATH (the default "
+                         "catalog) or --catalog-config FILE")
+        return IcebergCatalog.sqlite(warehouse=args.iceberg_warehouse,
+                                     uri=args.iceberg_catalog_uri)
+    except JobError as exc:
+        parser.error(str(exc))
 
 
 def _add_topics(parser: argparse.ArgumentParser, *, one: str, many: str) -> None:

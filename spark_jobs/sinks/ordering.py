@@ -4,7 +4,7 @@ compares so that a table does not go back in time when TiCDC sends changes again
 TiCDC's Kafka sink is at least once: after a changefeed restart it sends everything after its
 checkpoint again, so older commits arrive at larger offsets. A table whose value schema carries
 ``_tidb_commit_ts`` keeps each row's commit ts (one of the row's columns), and its MERGE replaces
-a row only with a newer commit (`delta._clauses`). A hard delete leaves no row to compare with,
+a row only with a newer commit (`merge.clauses`). A hard delete leaves no row to compare with,
 so the key and the commit ts of what the delete removed stay behind as a *tombstone* in the
 table's guard: a Delta table inside the table's directory, under ``_flatavro_guard`` (Delta and
 its readers skip directories that start with ``_``; it moves and goes with the table).

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import types as T
 
 from spark_jobs.errors import JobError
-from spark_jobs.sinks.delta import plan_evolution
+from spark_jobs.sinks.columns import plan_evolution
 
 
 def schema(**columns: T.DataType) -> T.StructType:

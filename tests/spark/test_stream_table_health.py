@@ -26,7 +26,7 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.jobs import stream as stream_job
-from spark_jobs.sinks.delta import KAFKA_SCHEMA
+from spark_jobs.sinks.columns import KAFKA_SCHEMA
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import ITEMS_V1, PARTITIONS, change, create_topic, stream
 from tests.support.delta import read_delta

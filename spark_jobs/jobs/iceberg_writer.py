@@ -1,0 +1,145 @@
+"""One topic's Iceberg table in the stream (``--format iceberg``): `open_iceberg_table` checks
+or creates it in the catalog before its first write; an `IcebergWriter` applies the topic's
+part of each micro-batch as a `TableWriter` does for Delta (the same decoding, ordering and
+MERGE clauses), and its upkeep is Iceberg's ``rewrite_data_files`` and
+``rewrite_position_delete_files``.
+
+Exactly once per table: each write names (the table's app id, the batch id) in its snapshot's
+summary; the writer reads the highest batch id there once, at open, and skips a batch at or
+below it (a batch Spark re-runs after a crash that this table had committed).
+"""
+
+from __future__ import annotations
+
+import time
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.decoding.schemas import TopicVersions
+from spark_jobs.decoding.transforms import (
+    COMMIT_TS,
+    DELETED,
+    TOMBSTONE,
+    in_commit_order,
+    last_change_per_key,
+    ordered_by_commit,
+)
+from spark_jobs.jobs.stream_metrics import StreamMetrics
+from spark_jobs.jobs.table_writer import SKIPPED, Place, TableWriter, columns_for, log
+from spark_jobs.settings.config import Deletes, StreamConfig
+from spark_jobs.settings.iceberg import CATALOG
+from spark_jobs.sinks import iceberg, upkeep
+from spark_jobs.sinks.columns import plan_evolution, table_schema, version_schemas
+
+__all__ = ["IcebergWriter", "open_iceberg_table"]
+
+
+def open_iceberg_table(spark: SparkSession, config: StreamConfig, *, place: Place,
+                       schemas: TopicVersions, app_id: str, metrics: StreamMetrics
+                       ) -> IcebergWriter:
+    """The topic's Iceberg table (named by `place.path`), checked or created, and evolved.
+
+    Raises:
+        JobError: the name's place holds a Delta table, the table is another topic's, or its
+            columns match no registered version (a column of another type: named).
+    """
+    assert config.iceberg is not None
+    session = iceberg.use_catalog(spark.newSession(), config.iceberg)
+    versions = {i: columns_for(config, schemas, columns=v)
+                for i, v in version_schemas(session, schemas).items()}
+    latest = columns_for(config, schemas, columns=table_schema(session, schemas))
+    name = place.path
+    if not iceberg.check_table(session, name, topic=place.topic,
+                               warehouse=config.iceberg.warehouse, versions=versions,
+                               latest=latest):
+        iceberg.create_table(session, name, topic=place.topic, schema=latest,
+                             keyed=schemas.key is not None,
+                             format_version=config.iceberg_format_version)
+        log(f"table {CATALOG}.{name}: created (Iceberg format version "
+            f"{config.iceberg_format_version}"
+            f"{', merge-on-read' if schemas.key is not None else ''})")
+    if schemas.key is not None and config.commit_order and not ordered_by_commit(schemas):
+        log(f"table {CATALOG}.{name}: {schemas.value.subject} has no {COMMIT_TS}: Kafka order "
+            f"(docs/streaming.md, 'Commit order')")
+    writer = IcebergWriter(session, config, place=place, schemas=schemas, app_id=app_id,
+                           metrics=metrics)
+    writer.sync_table()
+    return writer
+
+
+class IcebergWriter(TableWriter):
+    """Applies one topic's part of each micro-batch to its Iceberg table (driver side)."""
+
+    def __init__(self, session: SparkSession, config: StreamConfig, *, place: Place,
+                 schemas: TopicVersions, app_id: str, metrics: StreamMetrics) -> None:
+        """Write the table `place.path` names through `session` (its own: its snapshot
+        properties are the table's), as `app_id`."""
+        self.spark, self.config, self.place, self.app_id = session, config, place, app_id
+        self.schemas = schemas
+        self.metrics = metrics
+        self.columns = iceberg.table_columns(session, place.path)
+        self.last = iceberg.last_batch(session, place.path, app_id=app_id)
+        self.version = -1
+        self.written: int | None = None
+        self.tombstones = False
+        self.shift = 0
+        metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
+
+    @property
+    def path(self) -> str:
+        """The table's name in the catalog, ``flatavro.<namespace>.<table>``."""
+        return f"{CATALOG}.{self.place.path}"
+
+    def sync_table(self) -> None:
+        """Evolve the table to the latest value version's columns, if they differ."""
+        want = iceberg.iceberg_types(columns_for(
+            self.config, self.schemas, columns=table_schema(self.spark, self.schemas)))
+        evolution = plan_evolution(self.columns, want, subject=self.schemas.value.subject,
+                                   widens=iceberg.widens, table="an Iceberg table",
+                                   rebuild="iceberg")
+        if evolution:
+            iceberg.evolve(self.spark, self.place.path, evolution=evolution,
+                           subject=self.schemas.value)
+            log(f"table {self.path} now has the columns of {self.schemas.value.subject} "
+                f"schema id {self.schemas.value.latest_id} ({evolution})")
+            self.metrics.table(self.topic, self.name, schema_id=self.schemas.value.latest_id)
+        self.columns = want
+
+    def upkeep(self, batch_id: int) -> None:
+        """Compact after every N-th batch the table was written in (``--optimize-every``)."""
+        written = batch_id if self.written is None else self.written
+        self.written = written + 1
+        if not upkeep.optimize_due(written, every=self.config.optimize_every):
+            return
+        started = time.monotonic()
+        done = iceberg.rewrite(self.spark, self.place.path)
+        log(f"table {self.path} after batch {batch_id}: {done} in "
+            f"{time.monotonic() - started:.1f} s")
+
+    def _write(self, changes: DataFrame, batch_id: int, *, deletes: bool) -> str:
+        if self.last is not None and batch_id <= self.last:
+            return SKIPPED
+        columns = [f.name for f in self.columns.fields]
+        name = self.place.path
+        if self.schemas.key is None:
+            written = iceberg.append_changes(self.spark, changes.select(*columns), name=name,
+                                             app_id=self.app_id, batch_id=batch_id)
+        else:
+            keys = self.schemas.key.field_names()
+            soft = self.config.deletes is Deletes.SOFT
+            if self.ordered:
+                source = in_commit_order(changes, keys, bound_row=[
+                    c for c in columns if c != DELETED] if soft else None).withColumn(
+                    TOMBSTONE, F.lit(None).cast("long"))
+            else:
+                source = last_change_per_key(changes, keys)
+            written = iceberg.merge_changes(self.spark, name, changes=source, key_columns=keys,
+                                            columns=columns, app_id=self.app_id,
+                                            batch_id=batch_id, ordered=self.ordered, soft=soft)
+        self.last = batch_id
+        self.metrics.applied({"numTargetRowsInserted": written.added,
+                              "numTargetRowsDeleted": written.removed,
+                              "numOutputRows": written.added},
+                             keyed=self.schemas.key is not None, table=self.name)
+        return str(written)

@@ -1,0 +1,297 @@
+"""The Apache Iceberg table a stream keeps equal to the TiDB table (``--format iceberg``): in the
+catalog `settings.iceberg.CATALOG`, named ``namespace.table``; a keyed topic's table
+merge-on-read (a MERGE writes new rows and small delete files, compaction merges them later),
+a keyless topic's appended.
+
+Exactly once: Iceberg has no Delta ``txnAppId``. Every write puts the stream's app id and the
+micro-batch id into its snapshot's summary (``flatavro.app-id``, ``flatavro.batch-id``, through
+the session's ``spark.sql.iceberg.snapshot-property.*``: the MERGE and its commit are one), and
+a batch the table's snapshots already name for the app id is skipped (`last_batch`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from spark_jobs.decoding.schemas import SubjectVersions
+from spark_jobs.errors import JobError, one_line
+from spark_jobs.settings.iceberg import CATALOG, IcebergCatalog
+from spark_jobs.sinks import merge
+from spark_jobs.sinks.columns import Evolution, defaults, describe, difference
+from spark_jobs.sources.files import path_exists
+
+__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "Written", "append_changes",
+           "check_catalog", "check_table", "create_table", "evolve", "iceberg_types",
+           "identifier", "last_batch", "merge_changes", "rewrite", "table_columns", "use_catalog",
+           "widens"]
+
+APP_ID = "flatavro.app-id"
+BATCH_ID = "flatavro.batch-id"
+"""The snapshot-summary keys of a stream's writes."""
+
+TOPIC_PROPERTY = "flatavro.topic"
+"""Table property naming the topic a stream applies to the table."""
+
+_SESSION_PROPERTY = "spark.sql.iceberg.snapshot-property."
+
+CATALOG_SECONDS = 60.0
+"""How long the catalog has to answer the stream's first question."""
+
+_MERGE_ON_READ = {f"write.{op}.mode": "merge-on-read" for op in ("merge", "update", "delete")}
+
+# Integral types in widening order as Iceberg stores them (tinyint and smallint are int).
+_INTEGRAL = ("int", "bigint")
+
+
+def identifier(name: str) -> str:
+    """The Spark identifier of table `name` (``namespace.table``) in the catalog, quoted."""
+    return ".".join(f"`{part}`" for part in [CATALOG, *name.split(".")])
+
+
+def iceberg_types(schema: T.StructType) -> T.StructType:
+    """`schema` as an Iceberg table holds it: tinyint and smallint are int (Iceberg has no
+    narrower integer)."""
+    return T.StructType([
+        T.StructField(f.name, T.IntegerType() if isinstance(f.dataType, (T.ByteType, T.ShortType))
+                      else f.dataType, f.nullable) for f in schema.fields])
+
+
+def widens(old: T.DataType, new: T.DataType) -> bool:
+    """Every value of `old` is a value of `new`, and Iceberg changes the column in place: int to
+    bigint, float to double, a decimal's precision up at the same scale."""
+    o, n = old.simpleString(), new.simpleString()
+    if o in _INTEGRAL and n in _INTEGRAL:
+        return _INTEGRAL.index(o) <= _INTEGRAL.index(n)
+    if o == "float" and n == "double":
+        return True
+    return (isinstance(old, T.DecimalType) and isinstance(new, T.DecimalType)
+            and new.scale == old.scale and new.precision >= old.precision)
+
+
+def use_catalog(spark: SparkSession, catalog: IcebergCatalog) -> SparkSession:
+    """`spark` with `catalog` as the catalog `CATALOG` (runtime settings: a session built
+    elsewhere, a test's say, takes them as well; a session loads a catalog once, so each new
+    session gets them before its first use)."""
+    for name, value in catalog.spark_settings().items():
+        spark.conf.set(name, value)
+    return spark
+
+
+def check_catalog(spark: SparkSession, catalog: IcebergCatalog) -> None:
+    """The catalog answers (lists its namespaces) within `CATALOG_SECONDS` (asked through a new
+    session of `spark`'s).
+
+    Raises:
+        JobError: naming the catalog's URI and what went wrong.
+    """
+    spark = use_catalog(spark.newSession(), catalog)
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="flatavro-catalog")
+    future = pool.submit(lambda: spark.sql(f"SHOW NAMESPACES IN `{CATALOG}`").collect())
+    try:
+        future.result(CATALOG_SECONDS)
+    except concurrent.futures.TimeoutError as exc:
+        raise JobError(f"the Iceberg catalog {catalog.uri} did not answer within "
+                       f"{CATALOG_SECONDS:g} s ({catalog.source})") from exc
+    except Exception as exc:  # a JVM error: one line of it
+        raise JobError(f"the Iceberg catalog {catalog.uri} cannot be used: {one_line(exc)} "
+                       f"({catalog.source})") from exc
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _location(name: str, warehouse: str | None) -> str | None:
+    """Where the default catalog puts table `name` (``<warehouse>/<namespace>/<table>``)."""
+    if warehouse is None:
+        return None
+    return "/".join([warehouse.rstrip("/"), *name.split(".")])
+
+
+def table_columns(spark: SparkSession, name: str) -> T.StructType:
+    """The table's columns."""
+    return spark.table(identifier(name)).schema
+
+
+def check_table(spark: SparkSession, name: str, *, topic: str, warehouse: str | None,
+                versions: dict[int, T.StructType], latest: T.StructType) -> bool:
+    """Whether the Iceberg table `name` of `topic` exists (False: not yet).
+
+    Raises:
+        JobError: its place holds a Delta table, it is another topic's, or its columns match no
+            registered version (naming the difference: a column of another type, say).
+    """
+    if not spark.catalog.tableExists(f"{CATALOG}.{name}"):
+        location = _location(name, warehouse)
+        if location is not None and path_exists(spark, f"{location}/_delta_log"):
+            raise JobError(f"{location}, where the Iceberg table {name} would go, holds a Delta "
+                           f"table: --format iceberg writes Iceberg tables only; stream it with "
+                           f"--format delta --table-path {location}, or name another table")
+        return False
+    properties = {r[0]: r[1] for r in spark.sql(
+        f"SHOW TBLPROPERTIES {identifier(name)}").collect()}
+    owner = properties.get(TOPIC_PROPERTY)
+    if owner is not None and owner != topic:
+        raise JobError(f"the Iceberg table {name} mirrors topic {owner}, not {topic}")
+    have = table_columns(spark, name)
+    if not any(describe(have) == describe(iceberg_types(v)) for v in versions.values()):
+        raise JobError(f"the Iceberg table {name} is not a table of topic {topic}: it "
+                       f"{difference(have, iceberg_types(latest))} (compared with the latest "
+                       f"version)")
+    return True
+
+
+def create_table(spark: SparkSession, name: str, *, topic: str, schema: T.StructType,
+                 keyed: bool, format_version: int) -> None:
+    """An empty Iceberg table with the topic's columns and the topic as a property; a keyed
+    topic's merge-on-read (its format version's row deletes: position delete files in v2,
+    deletion vectors in v3)."""
+    namespace = ".".join(f"`{p}`" for p in [CATALOG, *name.split(".")[:-1]])
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}"
+                        for f in iceberg_types(schema).fields)
+    properties = {"format-version": str(format_version), TOPIC_PROPERTY: topic,
+                  **(_MERGE_ON_READ if keyed else {})}
+    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {identifier(name)} ({columns}) USING iceberg "
+              f"TBLPROPERTIES ({listed})")
+
+
+def evolve(spark: SparkSession, name: str, *, evolution: Evolution,
+           subject: SubjectVersions) -> None:
+    """Give the table the latest version's columns: dropped columns go, widened ones change type,
+    new ones are added and then filled with their default in the rows already there (as TiDB
+    shows them after ``ADD COLUMN ... DEFAULT``), in one more snapshot. The schema changes and
+    the fill are two commits: a crash between them is repaired at the next start, which finds
+    the column there and fills it again (`evolve` is called while the table has no row of the
+    new version)."""
+    table = identifier(name)
+    target = {f.name: f.dataType for f in iceberg_types(evolution.target).fields}
+    for column in evolution.removed:
+        spark.sql(f"ALTER TABLE {table} DROP COLUMN `{column}`")
+    for column in evolution.widened:
+        spark.sql(f"ALTER TABLE {table} ALTER COLUMN `{column}` TYPE "
+                  f"{target[column].simpleString()}")
+    if evolution.added:
+        have = set(table_columns(spark, name).fieldNames())
+        adding = ", ".join(f"`{c}` {target[c].simpleString()}" for c in evolution.added
+                           if c not in have)
+        if adding:
+            spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({adding})")
+        fill(spark, name, defaults=defaults(spark, subject, names=evolution.added))
+
+
+def fill(spark: SparkSession, name: str, *, defaults: DataFrame) -> None:
+    """Set the columns of `defaults` (one row) to its values in every row of the table (a
+    MERGE of that one row ON true: every row matches it)."""
+    row = defaults.first()
+    assert row is not None
+    if all(row[c] is None for c in defaults.columns):
+        return  # a new column reads NULL already
+    view = "flatavro_defaults"
+    _in(spark, defaults).createOrReplaceTempView(view)
+    assigned = ", ".join(f"`{c}` = d.`{c}`" for c in defaults.columns)
+    try:
+        spark.sql(f"MERGE INTO {identifier(name)} t USING {view} d ON true "
+                  f"WHEN MATCHED THEN UPDATE SET {assigned}")
+    finally:
+        spark.catalog.dropTempView(view)
+
+
+@contextmanager
+def _summary(spark: SparkSession, *, app_id: str, batch_id: int) -> Iterator[None]:
+    """The writes inside put (`app_id`, `batch_id`) into their snapshot's summary."""
+    spark.conf.set(_SESSION_PROPERTY + APP_ID, app_id)
+    spark.conf.set(_SESSION_PROPERTY + BATCH_ID, str(batch_id))
+    try:
+        yield
+    finally:
+        spark.conf.unset(_SESSION_PROPERTY + APP_ID)
+        spark.conf.unset(_SESSION_PROPERTY + BATCH_ID)
+
+
+def last_batch(spark: SparkSession, name: str, *, app_id: str) -> int | None:
+    """The highest batch id the table's snapshots name for `app_id` (None: none)."""
+    row = spark.sql(
+        f"SELECT max(CAST(summary['{BATCH_ID}'] AS BIGINT)) FROM {identifier(name)}.snapshots "
+        f"WHERE summary['{APP_ID}'] = '{app_id}'").first()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What a write committed: its snapshot and the summary's counts."""
+
+    snapshot: int
+    added: int  # rows written (inserts, and the new image of updates)
+    removed: int  # rows deleted (deletes, and the old image of updates)
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot}: wrote {self.added} row(s), removed {self.removed}"
+
+
+def _written(spark: SparkSession, name: str) -> Written:
+    row = spark.sql(f"SELECT snapshot_id, summary FROM {identifier(name)}.snapshots "
+                    f"ORDER BY committed_at DESC LIMIT 1").first()
+    assert row is not None
+    summary = row[1] or {}
+    removed = sum(int(summary.get(k) or 0) for k in (
+        "added-position-deletes", "deleted-records", "added-dvs"))
+    return Written(int(row[0]), int(summary.get("added-records") or 0), removed)
+
+
+def _in(spark: SparkSession, df: DataFrame) -> DataFrame:
+    """`df` as a DataFrame of `spark` (another session of the same SparkContext: each table
+    writes through its own, for its own snapshot properties)."""
+    if df.sparkSession is spark:
+        return df
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    moved = jvm.org.apache.spark.sql.classic.Dataset.ofRows(
+        spark._jsparkSession, df._jdf.logicalPlan())  # type: ignore[attr-defined]
+    return DataFrame(moved, spark)
+
+
+def merge_changes(spark: SparkSession, name: str, *, changes: DataFrame, key_columns: list[str],
+                  columns: list[str], app_id: str, batch_id: int, ordered: bool = False,
+                  soft: bool = False) -> Written:
+    """MERGE INTO the table (`merge.clauses`, as for Delta), as (`app_id`, `batch_id`)."""
+    view = f"flatavro_changes_{batch_id}"
+    _in(spark, changes).createOrReplaceTempView(view)
+    on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns)
+    statement = merge.clauses(merge.SqlMerge(), merge.values(columns, soft=soft),
+                              ordered=ordered, soft=soft).sql(
+        target=identifier(name), source=view, on=on)
+    try:
+        with _summary(spark, app_id=app_id, batch_id=batch_id):
+            spark.sql(statement)
+    finally:
+        spark.catalog.dropTempView(view)
+    return _written(spark, name)
+
+
+def append_changes(spark: SparkSession, df: DataFrame, *, name: str, app_id: str,
+                   batch_id: int) -> Written:
+    """Append rows (a keyless table's changes) as (`app_id`, `batch_id`)."""
+    with _summary(spark, app_id=app_id, batch_id=batch_id):
+        _in(spark, df).writeTo(identifier(name)).append()
+    return _written(spark, name)
+
+
+def rewrite(spark: SparkSession, name: str) -> str:
+    """Iceberg's compaction: ``rewrite_data_files`` (data files with their deletes applied; a
+    file with any delete is rewritten), then ``rewrite_position_delete_files`` (what deletes
+    remain); what each did."""
+    quoted = f"{CATALOG}.{name}".replace("'", "''")
+    data = spark.sql(
+        f"CALL `{CATALOG}`.system.rewrite_data_files(table => '{quoted}', "
+        f"options => map('delete-file-threshold', '1', 'min-input-files', '2'))").first()
+    deletes = spark.sql(
+        f"CALL `{CATALOG}`.system.rewrite_position_delete_files(table => '{quoted}')").first()
+    rewritten = f"{data[0] if data else 0} data file(s) into {data[1] if data else 0}"
+    return (f"rewrite_data_files {rewritten}; rewrite_position_delete_files "
+            f"{deletes[0] if deletes else 0} delete file(s)")

@@ -1,0 +1,108 @@
+"""The MERGE of a keyed table, whatever its format: its clauses (`clauses`: Kafka order or
+TiDB's commit order, hard or soft deletes), each a condition and SQL expressions, given to
+Delta's merge builder or rendered as ``MERGE INTO`` SQL (`SqlMerge`, for Iceberg)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_jobs.decoding.transforms import (
+    BOUND,
+    BOUND_ROW,
+    COMMIT_TS,
+    DELETED,
+    HAS_DELETE,
+    PHYSICAL_SHIFT,
+    PHYSICAL_TIME,
+    TOMBSTONE,
+)
+
+__all__ = ["SqlMerge", "clauses", "values"]
+
+
+def values(columns: list[str], *, soft: bool) -> dict[str, str]:
+    """What an update or insert sets: each column from the source row ``s``; a soft-deletes
+    table's `DELETED` false."""
+    assigned = {f"`{c}`": f"s.`{c}`" for c in columns if c != DELETED}
+    if soft:
+        assigned[f"`{DELETED}`"] = "false"
+    return assigned
+
+
+def clauses(builder: Any, values: dict[str, str], *, ordered: bool, soft: bool) -> Any:
+    """The MERGE's clauses (docs/streaming.md, "Commit order" and "Deletes"), added to
+    `builder` (Delta's ``DeltaMergeBuilder`` or a `SqlMerge`): target ``t``, source ``s``.
+
+    In Kafka order the last change per key wins. In commit order the source is
+    `transforms.in_commit_order` with `TOMBSTONE`: what the key's deletes removed is known to be
+    no newer than ``m``, the highest of the row's commit ts, the tombstone's and the batch's
+    `BOUND`. The key ends deleted when the batch deletes it and has no upsert at least that new;
+    otherwise its upsert replaces the row only when newer than it, and fills an empty key only
+    when no older than ``m``."""
+    if not ordered:
+        return _offset_clauses(builder, values, soft=soft)
+    ts = f"`{COMMIT_TS}`"
+    m = (f"greatest(coalesce(t.{ts}, -1), coalesce(s.{TOMBSTONE}, -1), "
+         f"coalesce(s.{BOUND}, -1))")
+    gone = f"(s.{HAS_DELETE} AND (s._op = 'delete' OR s.{ts} < {m}))"
+    upsert = f"NOT {gone} AND s._op = 'upsert'"
+    empty = f"greatest(coalesce(s.{TOMBSTONE}, -1), coalesce(s.{BOUND}, -1))"
+    if not soft:
+        return (builder.whenMatchedDelete(gone)
+                .whenMatchedUpdate(f"{upsert} AND s.{ts} > coalesce(t.{ts}, -1)", values)
+                .whenNotMatchedInsert(f"s._op = 'upsert' AND s.{ts} >= {empty}", values))
+    deleted = f"`{DELETED}`"
+    mark = {deleted: "true", ts: m, f"`{PHYSICAL_TIME}`": f"shiftright({m}, {PHYSICAL_SHIFT})"}
+    # A soft-deleted row is its key's tombstone: its commit ts is what the delete removed,
+    # which is the batch's upsert before the delete when that is newer than the row.
+    back = f"(s.{ts} > t.{ts} OR (t.{deleted} AND s.{ts} >= t.{ts}))"
+    removed = {**values, **{c: f"s.{BOUND_ROW}.{c}" for c in values if c != deleted}, **mark}
+    tomb = {**removed, ts: f"s.{BOUND}",
+            f"`{PHYSICAL_TIME}`": f"shiftright(s.{BOUND}, {PHYSICAL_SHIFT})"}
+    return (builder.whenMatchedUpdate(f"{gone} AND s.{BOUND} > coalesce(t.{ts}, -1)", removed)
+            .whenMatchedUpdate(f"{gone} AND (NOT t.{deleted} OR {m} > t.{ts})", mark)
+            .whenMatchedUpdate(f"{upsert} AND {back}", values)
+            .whenNotMatchedInsert(f"s._op = 'upsert' AND s.{ts} >= {empty}", values)
+            .whenNotMatchedInsert(f"s.{HAS_DELETE} AND s.{BOUND} IS NOT NULL", tomb))
+
+
+def _offset_clauses(builder: Any, values: dict[str, str], *, soft: bool) -> Any:
+    """Kafka order: the source is the last change per key."""
+    if soft:
+        builder = builder.whenMatchedUpdate(f"s._op = 'delete' AND NOT t.`{DELETED}`",
+                                            {f"`{DELETED}`": "true"})
+    else:
+        builder = builder.whenMatchedDelete("s._op = 'delete'")
+    return (builder.whenMatchedUpdate("s._op = 'upsert'", values)
+            .whenNotMatchedInsert("s._op = 'upsert'", values))
+
+
+class SqlMerge:
+    """`clauses` as ``MERGE INTO`` SQL: the same methods as Delta's merge builder, in the same
+    order (the first clause whose condition holds acts, as in Delta)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def whenMatchedDelete(self, condition: str) -> SqlMerge:  # noqa: N802 (Delta's names)
+        """WHEN MATCHED AND `condition` THEN DELETE."""
+        self.parts.append(f"WHEN MATCHED AND ({condition}) THEN DELETE")
+        return self
+
+    def whenMatchedUpdate(self, condition: str, set: dict[str, str]  # noqa: N802, A002
+                          ) -> SqlMerge:
+        """WHEN MATCHED AND `condition` THEN UPDATE SET column = expression, ..."""
+        assigned = ", ".join(f"{c} = {e}" for c, e in set.items())
+        self.parts.append(f"WHEN MATCHED AND ({condition}) THEN UPDATE SET {assigned}")
+        return self
+
+    def whenNotMatchedInsert(self, condition: str, values: dict[str, str]  # noqa: N802
+                             ) -> SqlMerge:
+        """WHEN NOT MATCHED AND `condition` THEN INSERT (columns) VALUES (expressions)."""
+        self.parts.append(f"WHEN NOT MATCHED AND ({condition}) THEN INSERT "
+                          f"({', '.join(values)}) VALUES ({', '.join(values.values())})")
+        return self
+
+    def sql(self, *, target: str, source: str, on: str) -> str:
+        """The statement: MERGE INTO `target` t USING `source` s ON `on` ..."""
+        return "\n".join([f"MERGE INTO {target} t USING {source} s ON {on}", *self.parts])

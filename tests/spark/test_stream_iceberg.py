@@ -1,0 +1,210 @@
+"""The stream into Apache Iceberg tables (``--format iceberg``) end to end: changes encoded by
+the service, produced to a real broker, applied by Structured Streaming to Iceberg tables in a
+JDBC catalog on SQLite (merge-on-read MERGE, keyless append, a version registered mid-way), and
+read back with PyIceberg, not Spark; exactly once under SIGKILL of the driver; the refusals."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_jobs.errors import JobError
+from spark_jobs.jobs import stream as stream_job
+from spark_jobs.jobs.stream import run
+from spark_jobs.settings.config import StreamConfig, TableFormat, Trigger
+from spark_jobs.settings.iceberg import IcebergCatalog
+from spark_jobs.sinks.iceberg import APP_ID, BATCH_ID, use_catalog
+from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
+from tests.spark.test_stream import (
+    ITEMS_V1,
+    ITEMS_V2,
+    change,
+    create_topic,
+    produce_by_key,
+    send,
+)
+from tests.spark.test_stream_recovery import history, kill_at_random
+from tests.support.iceberg import load, sorted_rows
+from tests.support.parts import ROOT, Broker
+
+
+def iceberg_stream(tmp_path: Path, broker: Broker, http: httpx.Client, topic: str, *,
+                   name: str = "shop.items", **changes: Any) -> StreamConfig:
+    """The stream of `topic` into the Iceberg table `name` of the warehouse tmp_path/lake."""
+    warehouse = tmp_path / "lake"
+    warehouse.mkdir(exist_ok=True)
+    return StreamConfig(**dict(dict(
+        topic=topic, bootstrap_servers=broker.bootstrap, service_url=str(http.base_url),
+        table_path=name, checkpoint=str(tmp_path / "checkpoint"),
+        trigger=Trigger(available_now=True), table_format=TableFormat.ICEBERG,
+        iceberg=IcebergCatalog.sqlite(warehouse=str(warehouse))), **changes))
+
+
+def expect(*data: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """Rows as PyIceberg reads them: prices as decimals."""
+    return sorted(tuple(Decimal(v) if isinstance(v, str) else v for v in row) for row in data)
+
+
+def test_a_keyed_topic_is_merged_on_read_and_read_back_by_pyiceberg(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    topic = "iceberg_items"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    send(kafka, service, topic, [
+        change("insert", 1, "a", "1.00"), change("insert", 2, "b", "2.00"),
+        change("insert", 3, "c", "3.00"), change("update", 1, "a2", "1.50"),
+        change("update", 1, "a3", "1.75"), change("delete", 2),
+        change("insert", 4, "d", None), change("update", 3, "c2", "3.30")])
+    config = iceberg_stream(tmp_path, kafka, service, topic)
+    lake = tmp_path / "lake"
+    run(spark, config)
+    rows_1 = sorted_rows(lake, "shop.items", "id", "name", "price")
+    assert rows_1 == sorted([(1, "a3", Decimal("1.75")), (3, "c2", Decimal("3.30")),
+                             (4, "d", None)])
+
+    # Next micro-batches, two messages each: re-insert the deleted key, delete and update.
+    send(kafka, service, topic, [change("insert", 2, "b-again", "2.20"), change("delete", 4),
+                                 change("update", 3, "c3", "3.33"), change("delete", 1),
+                                 change("insert", 5, "e", "5.00")])
+    run(spark, iceberg_stream(tmp_path, kafka, service, topic, max_offsets_per_trigger=2))
+    assert sorted_rows(lake, "shop.items", "id", "name", "price") == sorted([
+        (2, "b-again", Decimal("2.20")), (3, "c3", Decimal("3.33")), (5, "e", Decimal("5.00"))])
+    table = load(lake, "shop.items")
+    assert table.properties["write.merge.mode"] == "merge-on-read"
+    assert table.metadata.format_version == 2
+    summaries = [s.summary for s in table.snapshots()]
+    assert any(int(s["total-position-deletes"]) > 0 for s in summaries if s is not None), \
+        "the MERGEs wrote no position delete file: not merge-on-read"
+    batches = [int(s[BATCH_ID]) for s in summaries if s is not None and BATCH_ID in s]
+    assert batches == sorted(batches) and len(batches) == len(set(batches)) >= 3
+    assert all(s[APP_ID].startswith("flatavro-stream-") for s in summaries
+               if s is not None and BATCH_ID in s)
+
+    # Nothing new: an available-now re-run commits nothing.
+    run(spark, config)
+    assert len(load(lake, "shop.items").snapshots()) == len(summaries)
+
+    # A version with a new column (DEFAULT 7): the rows already there read 7, as in TiDB.
+    register(service, ITEMS_V2, topic)
+    send(kafka, service, topic, [change("insert", 6, "f", "6.00", qty=60)])
+    run(spark, config)
+    assert sorted_rows(lake, "shop.items", "id", "qty") == [(2, 7), (3, 7), (5, 7), (6, 60)]
+
+
+def test_a_keyless_topic_is_appended(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    topic = "iceberg_log"
+    create_topic(kafka, topic)
+    register(service, "CREATE TABLE shop.log (id INT, note VARCHAR(20))", topic)
+    messages = encode(service, topic, [{"op": "insert", "row": {"id": 1, "note": "x"}},
+                                       {"op": "insert", "row": {"id": 1, "note": "x"}},
+                                       {"op": "delete", "row": {"id": 1, "note": "x"}}])
+    produce_by_key(kafka, topic, messages, [0, 0, 0])
+    run(spark, iceberg_stream(tmp_path, kafka, service, topic, name="shop.log"))
+    assert sorted_rows(tmp_path / "lake", "shop.log", "_offset", "id", "note", "_op") == [
+        (0, 1, "x", "upsert"), (1, 1, "x", "upsert"), (2, None, None, "delete")]
+    assert "write.merge.mode" not in load(tmp_path / "lake", "shop.log").properties
+
+
+def test_a_micro_batch_applied_twice_is_skipped(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    topic = "iceberg_replay"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1.replace(" PRIMARY KEY", ""), topic)  # keyless: no MERGE to hide
+    send(kafka, service, topic, [change("insert", 1, "a", "1.00"),
+                                 change("insert", 2, "b", "2.00")])
+    config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.replay")
+    applier = stream_job.prepare(spark, config)
+    try:
+        batch = (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
+                 .option("subscribe", topic).load())
+        applier(batch, 0)
+        applier(batch, 0)  # Spark re-runs batch 0 after a crash: the snapshot names it
+    finally:
+        applier.close()
+    assert len(sorted_rows(tmp_path / "lake", "shop.replay")) == 2
+    # A new process: the batch id is read back from the snapshots, not remembered.
+    applier = stream_job.prepare(spark, config)
+    try:
+        applier(batch, 0)
+    finally:
+        applier.close()
+    assert len(sorted_rows(tmp_path / "lake", "shop.replay")) == 2
+
+
+def cli(config: StreamConfig, *extra: str) -> list[str]:
+    assert config.iceberg is not None
+    return [sys.executable, "-m", "spark_jobs.stream", "--topic", config.topic,
+            "--bootstrap-servers", config.bootstrap_servers, "--service-url",
+            str(config.service_url), "--format", "iceberg", "--iceberg-warehouse",
+            str(config.iceberg.warehouse), "--table", config.table_path, "--checkpoint",
+            config.checkpoint, "--master", "local[2]", *extra]
+
+
+def test_sigkill_at_random_moments_loses_and_doubles_nothing(
+        kafka: Broker, service: httpx.Client, tmp_path: Path) -> None:  # noqa: F811
+    seed = int(os.environ.get("FLATAVRO_KILL_SEED", random.randrange(1 << 30)))
+    print(f"seed {seed} (FLATAVRO_KILL_SEED={seed} repeats these kill moments)")
+    topic = "iceberg_kill"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    changes, state = history(seed, 1200)
+    send(kafka, service, topic, changes)
+    config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.kill")
+    rng = random.Random(seed)
+    command = cli(config, "--trigger", "processing-time=1 seconds",
+                  "--max-offsets-per-trigger", "100", "--optimize-every", "4")
+    for attempt in range(2):
+        kill_at_random(command, rng, tmp_path / f"{attempt}.log")
+    done = subprocess.run(cli(config, "--trigger", "available-now"), cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted_rows(tmp_path / "lake", "shop.kill", "id", "name", "price") == expect(
+        *state.values())
+    logs = "".join((tmp_path / f"{a}.log").read_text() for a in range(2)) + done.stderr
+    assert "rewrite_data_files" in logs, "no compaction ran (--optimize-every 4)"
+
+
+def test_refusals(spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+                  tmp_path: Path) -> None:
+    topic = "iceberg_refused"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    # A Delta table where the Iceberg table would go.
+    delta_place = tmp_path / "lake" / "shop" / "items"
+    spark.range(1).write.format("delta").save(str(delta_place))
+    with pytest.raises(JobError, match=f"^{delta_place}, where the Iceberg table shop.items "
+                                       f"would go, holds a Delta table"):
+        run(spark, iceberg_stream(tmp_path, kafka, service, topic))
+    # A catalog table whose column has another type than the topic's.
+    config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.other")
+    assert config.iceberg is not None
+    other = use_catalog(spark.newSession(), config.iceberg)
+    other.sql("CREATE NAMESPACE IF NOT EXISTS flatavro.shop")
+    other.sql("CREATE TABLE flatavro.shop.other (id INT, name STRING, price STRING) "
+              "USING iceberg")
+    with pytest.raises(JobError, match="the Iceberg table shop.other is not a table of topic "
+                                       "iceberg_refused: it price is string where the topic "
+                                       "has decimal.8,2."):
+        run(spark, config)
+    # A catalog that does not answer: one line naming it.
+    rest = tmp_path / "rest.properties"
+    rest.write_text("type=rest\nuri=http://127.0.0.1:9/catalog\ncredential=id:hidden\n")
+    config = iceberg_stream(tmp_path, kafka, service, topic,
+                            iceberg=IcebergCatalog.read(str(rest)))
+    with pytest.raises(JobError) as caught:
+        run(spark, config)
+    assert str(caught.value).startswith("the Iceberg catalog http://127.0.0.1:9/catalog ")
+    assert "hidden" not in str(caught.value)
