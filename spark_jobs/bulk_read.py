@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from spark_jobs.jobs.preflight import check_catalog_file
 from spark_jobs.session import run_job
 from spark_jobs.settings.config import JobConfig, parse_args
 from spark_jobs.sources import kafka_check
@@ -25,6 +26,8 @@ __all__ = ["main"]
 def _checks(config: JobConfig) -> None:
     """What is checked before the JVM starts (after the master): a refused login or TLS
     handshake is one line at once."""
+    if config.iceberg is not None:
+        check_catalog_file(config.iceberg)
     if config.bootstrap_servers:
         kafka_check.check_broker(config.bootstrap_servers, kafka=config.kafka)
 
@@ -38,8 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         run(spark, config)
 
+    iceberg = config.iceberg
     return run_job("bulk_read", work, master=config.master, checks=lambda: _checks(config),
-                   paths=(config.input, config.output, config.dead_letter))
+                   paths=(config.input, None if iceberg else config.output, config.dead_letter,
+                          iceberg.warehouse if iceberg else None))
 
 
 if __name__ == "__main__":

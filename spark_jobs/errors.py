@@ -26,8 +26,13 @@ def one_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def not_a_delta_table(path: str, *, topic: str) -> JobError:
-    """The error for a table path that holds something else than a Delta table."""
+def not_a_delta_table(path: str, *, topic: str, iceberg: bool = False) -> JobError:
+    """The error for a table path that holds something else than a Delta table (`iceberg`: an
+    Iceberg table's ``metadata/``)."""
+    if iceberg:
+        return JobError(f"{path} holds an Iceberg table, not a Delta table: stream it with "
+                        f"--format iceberg (tables in a catalog), or give --table-path a new "
+                        f"path")
     return JobError(f"{path} exists and is not a Delta table: give --table-path a new path "
                     f"or an existing Delta table of topic {topic}")
 

@@ -18,8 +18,8 @@ from spark_jobs.decoding.registry import resolve_schemas
 from spark_jobs.decoding.schemas import TopicVersions
 from spark_jobs.decoding.transforms import latest_state, ordered_by_commit, with_frames
 from spark_jobs.errors import JobError
-from spark_jobs.settings.config import JobConfig
-from spark_jobs.sinks import parquet
+from spark_jobs.settings.config import JobConfig, OutputFormat
+from spark_jobs.sinks import iceberg, parquet
 from spark_jobs.sources import kafka, kafka_check
 
 __all__ = ["run"]
@@ -32,12 +32,14 @@ def run(spark: SparkSession, config: JobConfig) -> None:
         JobError: bad input, unreachable service/registry/broker, a bad message in failfast
             mode.
     """
+    if config.iceberg is not None:  # its own session: a session loads a catalog once
+        spark = iceberg.use_catalog(spark.newSession(), config.iceberg)
+        iceberg.check_catalog(spark, config.iceberg)
     if config.many:
         _run_many(spark, config)
         return
     schemas = _schemas(config, config.topic)
-    for path in filter(None, (config.output, config.dead_letter)):
-        parquet.require_absent(spark, path, overwrite=config.overwrite)
+    _require_absent(spark, config, output=config.output, dead_letter=config.dead_letter)
     if config.bootstrap_servers:
         kafka_check.check_topic(config.bootstrap_servers, config.topic, kafka=config.kafka)
     _write(spark, with_frames(kafka.read_source(spark, config)), schemas=schemas, config=config,
@@ -57,8 +59,38 @@ def _write(spark: SparkSession, framed: DataFrame, *, schemas: TopicVersions,
         if messages.dead is not None:
             assert dead_letter is not None  # parse_args: permissive needs it
             parquet.write_parquet(spark, messages.dead, path=dead_letter)
-        parquet.write_output(spark, _output(messages.rows, schemas, config=config),
-                             path=output, data_format=config.output_format.value)
+        rows = _output(messages.rows, schemas, config=config)
+        if config.output_format is OutputFormat.ICEBERG:
+            iceberg.write_table(spark, rows, name=output, topic=schemas.topic,
+                                keyed=config.materialize, overwrite=config.overwrite)
+        else:
+            parquet.write_output(spark, rows, path=output,
+                                 data_format=config.output_format.value)
+
+
+def _require_absent(spark: SparkSession, config: JobConfig, *, output: str,
+                    dead_letter: str | None) -> None:
+    """Refuse an output (a path, or an Iceberg table) or dead-letter path that exists, unless
+    ``--overwrite``.
+
+    Raises:
+        JobError: naming it.
+    """
+    if config.output_format is OutputFormat.ICEBERG:
+        if iceberg.exists(spark, output) and not config.overwrite:
+            raise JobError(f"the Iceberg table {output} exists; pass --overwrite to replace it")
+    else:
+        parquet.require_absent(spark, output, overwrite=config.overwrite)
+    if dead_letter is not None:
+        parquet.require_absent(spark, dead_letter, overwrite=config.overwrite)
+
+
+def _remove(spark: SparkSession, config: JobConfig, *, output: str) -> None:
+    """Remove an output this run wrote (a later topic failed)."""
+    if config.output_format is OutputFormat.ICEBERG:
+        iceberg.drop(spark, output)
+    else:
+        parquet.remove(spark, output)
 
 
 def _run_many(spark: SparkSession, config: JobConfig) -> None:
@@ -79,6 +111,7 @@ def _run_many(spark: SparkSession, config: JobConfig) -> None:
         found = sorted(r[0] for r in framed.select("topic").distinct().collect())
         plan = _plan(spark, config, topics=sorted(set(found) | set(subscription.names)))
         written: list[str] = []
+        dead_written: list[str] = []
         try:
             for topic, (schemas, output, dead) in plan.items():
                 try:
@@ -86,10 +119,13 @@ def _run_many(spark: SparkSession, config: JobConfig) -> None:
                            config=config, output=output, dead_letter=dead)
                 except JobError as exc:
                     raise JobError(f"topic {topic} ({output}): {exc}") from exc
-                written += [output] + ([dead] if dead else [])
+                written.append(output)
+                dead_written += [dead] if dead else []
                 print(f"bulk_read: topic {topic} -> {output}", file=sys.stderr, flush=True)
         except BaseException:
-            for path in written:
+            for name in written:
+                _remove(spark, config, output=name)
+            for path in dead_written:
                 parquet.remove(spark, path)
             raise
     finally:
@@ -115,8 +151,7 @@ def _plan(spark: SparkSession, config: JobConfig, *, topics: list[str]) -> _Plan
         output = config.output_template.render(**names)
         dead = (config.dead_letter_template.render(**names)
                 if config.dead_letter_template is not None else None)
-        for path in filter(None, (output, dead)):
-            parquet.require_absent(spark, path, overwrite=config.overwrite)
+        _require_absent(spark, config, output=output, dead_letter=dead)
         plan[topic] = (schemas, output, dead)
     outputs = [p for _, output, dead in plan.values() for p in (output, dead) if p]
     if len(set(outputs)) < len(outputs):

@@ -92,7 +92,9 @@ class IcebergWriter(TableWriter):
         return f"{CATALOG}.{self.place.path}"
 
     def sync_table(self) -> None:
-        """Evolve the table to the latest value version's columns, if they differ."""
+        """Evolve the table to the latest value version's columns, if they differ (first,
+        finish filling columns an interrupted evolution added)."""
+        iceberg.finish_fill(self.spark, self.place.path, subject=self.schemas.value)
         want = iceberg.iceberg_types(columns_for(
             self.config, self.schemas, columns=table_schema(self.spark, self.schemas)))
         evolution = plan_evolution(self.columns, want, subject=self.schemas.value.subject,

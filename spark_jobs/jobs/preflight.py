@@ -10,6 +10,7 @@ from pathlib import Path
 from spark_jobs.errors import JobError, not_a_dead_letter_table, not_a_delta_table
 from spark_jobs.jobs.checkpoint_marker import check_checkpoint
 from spark_jobs.settings.config import StreamConfig, TableFormat
+from spark_jobs.settings.iceberg import IcebergCatalog
 from spark_jobs.sources.files import Files, local_files
 
 __all__ = ["check_catalog_file", "check_stream_paths"]
@@ -28,8 +29,8 @@ def check_stream_paths(config: StreamConfig) -> None:
         JobError: as the checks after start-up: a path holding something else than a Delta
             table, a checkpoint of another stream or table, or of a table that is gone.
     """
-    if config.table_format is TableFormat.ICEBERG:
-        check_catalog_file(config)
+    if config.iceberg is not None:
+        check_catalog_file(config.iceberg)
     if config.many or config.table_format is TableFormat.ICEBERG:
         # the tables are known once their schemas are (Iceberg's: in the catalog)
         files = local_files(config.checkpoint)
@@ -40,27 +41,28 @@ def check_stream_paths(config: StreamConfig) -> None:
     if files is None:
         return
     if _holds_other_than_delta(files, config.table_path):
-        raise not_a_delta_table(config.table_path, topic=config.topic)
+        metadata = Path(files.qualified(config.table_path).removeprefix("file:")) / "metadata"
+        raise not_a_delta_table(config.table_path, topic=config.topic,
+                                iceberg=any(metadata.glob("*.metadata.json")))
     if config.dead_letter is not None and local_files(config.dead_letter) is not None \
             and _holds_other_than_delta(files, config.dead_letter):
         raise not_a_dead_letter_table(config.dead_letter)
     check_checkpoint(files, config)
 
 
-def check_catalog_file(config: StreamConfig) -> None:
-    """The default Iceberg catalog's SQLite file can be made: its folder exists (the default
-    file's folder, the local warehouse, is made here).
+def check_catalog_file(catalog: IcebergCatalog) -> None:
+    """A SQLite catalog's file can be made: its folder exists (the default file's folder, the
+    local warehouse, is made here).
 
     Raises:
         JobError: the folder of an ``--iceberg-catalog-uri`` file does not exist.
     """
-    assert config.iceberg is not None
-    file = config.iceberg.sqlite_file()
+    file = catalog.sqlite_file()
     if file is None:
         return
-    warehouse = config.iceberg.warehouse or ""
+    warehouse = catalog.warehouse or ""
     if "://" not in warehouse and file.parent == Path(warehouse):
         file.parent.mkdir(parents=True, exist_ok=True)
     if not file.parent.is_dir():
-        raise JobError(f"the Iceberg catalog {config.iceberg.uri}: the folder {file.parent} "
+        raise JobError(f"the Iceberg catalog {catalog.uri}: the folder {file.parent} "
                        f"does not exist")

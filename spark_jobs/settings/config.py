@@ -52,6 +52,7 @@ class OutputFormat(enum.Enum):
 
     PARQUET = "parquet"
     DELTA = "delta"
+    ICEBERG = "iceberg"  # --output names a table in the Iceberg catalog
 
 
 class TableFormat(enum.Enum):
@@ -96,6 +97,7 @@ class JobConfig:
     topics: Topics | None = None
     output_template: PathTemplate | None = None
     dead_letter_template: PathTemplate | None = None
+    iceberg: IcebergCatalog | None = None  # --format iceberg: the catalog
 
     @property
     def many(self) -> bool:
@@ -205,7 +207,10 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
                              "template: {database}, {table} (from the value schema), {topic}")
     parser.add_argument("--format", choices=[f.value for f in OutputFormat],
                         default=OutputFormat.PARQUET.value,
-                        help="write --output as Parquet (default) or as a Delta table")
+                        help="write --output as Parquet (default), as a Delta table, or as an "
+                             "Iceberg table: then --output names it in the catalog "
+                             "(namespace.table, or a template such as '{database}.{table}')")
+    _add_iceberg_catalog(parser)
     parser.add_argument("--materialize", action="store_true",
                         help="write the latest state per key instead of every change")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output")
@@ -224,7 +229,21 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
         mode=mode, materialize=args.materialize, dead_letter=args.dead_letter,
         overwrite=args.overwrite, master=args.master, output_format=OutputFormat(args.format),
         kafka=_kafka(parser, args), topics=topics, output_template=templates[0],
-        dead_letter_template=templates[1])
+        dead_letter_template=templates[1], iceberg=_bulk_iceberg(parser, args))
+
+
+def _bulk_iceberg(parser: argparse.ArgumentParser, args: argparse.Namespace
+                  ) -> IcebergCatalog | None:
+    """The catalog of ``bulk_read --format iceberg`` (dead letters stay Parquet files)."""
+    if args.format != OutputFormat.ICEBERG.value:
+        given = [flag for dest, flag in _ICEBERG_ONLY[:3] if getattr(args, dest)]
+        if given:
+            parser.error(f"{given[0]} is for --format iceberg")
+        return None
+    if args.topic is not None and not ICEBERG_NAME.fullmatch(args.output):
+        parser.error(f"--output {args.output!r} is not an Iceberg table name namespace.table "
+                     f"(letters, digits, '_')")
+    return _catalog(parser, args)
 
 
 def _bulk_many(parser: argparse.ArgumentParser, args: argparse.Namespace
@@ -475,6 +494,15 @@ def _add_format(parser: argparse.ArgumentParser) -> None:
         help="delta (the default): Delta Lake tables at paths; iceberg: Apache Iceberg tables "
              "(merge-on-read) in the catalog of --iceberg-warehouse or --catalog-config, "
              "named by --table / --table-template")
+    _add_iceberg_catalog(parser)
+    parser.add_argument(
+        "--iceberg-format-version", type=int, choices=[2, 3], metavar="2|3",
+        help="--format iceberg: the format version of tables the stream creates (default 2: "
+             "position delete files, read by every Iceberg reader; 3: deletion vectors)")
+
+
+def _add_iceberg_catalog(parser: argparse.ArgumentParser) -> None:
+    """The options of the Iceberg catalog (both jobs)."""
     parser.add_argument(
         "--iceberg-warehouse", metavar="PATH",
         help="--format iceberg: where the default catalog (JDBC on a SQLite file) keeps its "
@@ -488,10 +516,6 @@ def _add_format(parser: argparse.ArgumentParser) -> None:
         help="--format iceberg: another Spark Iceberg catalog (REST, Hive, Glue...), key=value "
              "lines of its Spark catalog properties (type=rest, uri=..., warehouse=..., "
              "credential=...); secrets are never logged")
-    parser.add_argument(
-        "--iceberg-format-version", type=int, choices=[2, 3], metavar="2|3",
-        help="--format iceberg: the format version of tables the stream creates (default 2: "
-             "position delete files, read by every Iceberg reader; 3: deletion vectors)")
 
 
 _DELTA_ONLY = (("deletion_vectors", "--deletion-vectors"),
@@ -520,6 +544,11 @@ def _iceberg(parser: argparse.ArgumentParser, args: argparse.Namespace, *, mode:
     if args.table_path is not None and not ICEBERG_NAME.fullmatch(args.table_path):
         parser.error(f"--table {args.table_path!r} is not an Iceberg table name "
                      f"namespace.table (letters, digits, '_')")
+    return _catalog(parser, args)
+
+
+def _catalog(parser: argparse.ArgumentParser, args: argparse.Namespace) -> IcebergCatalog:
+    """The catalog of ``--catalog-config``, or the default one of ``--iceberg-warehouse``."""
     try:
         if args.catalog_config:
             if args.iceberg_warehouse or args.iceberg_catalog_uri:

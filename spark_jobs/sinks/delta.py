@@ -48,7 +48,8 @@ def check_table(spark: SparkSession, path: str, *, topic: str,
     if not path_exists(spark, path, empty_is_absent=True):
         return False
     if not DeltaTable.isDeltaTable(spark, path):
-        raise not_a_delta_table(path, topic=topic)
+        raise not_a_delta_table(path, topic=topic,
+                                iceberg=path_exists(spark, f"{path.rstrip('/')}/metadata"))
     table = DeltaTable.forPath(spark, path)
     detail = table.detail().select("properties").first()
     assert detail is not None  # a Delta table's detail is one row

@@ -26,10 +26,10 @@ from spark_jobs.sinks import merge
 from spark_jobs.sinks.columns import Evolution, defaults, describe, difference
 from spark_jobs.sources.files import path_exists
 
-__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "Written", "append_changes",
-           "check_catalog", "check_table", "create_table", "evolve", "iceberg_types",
-           "identifier", "last_batch", "merge_changes", "rewrite", "table_columns", "use_catalog",
-           "widens"]
+__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "FILLING", "Written", "append_changes",
+           "check_catalog", "check_table", "create_table", "drop", "evolve", "exists",
+           "finish_fill", "iceberg_types", "identifier", "in_session", "last_batch",
+           "merge_changes", "rewrite", "table_columns", "use_catalog", "widens", "write_table"]
 
 APP_ID = "flatavro.app-id"
 BATCH_ID = "flatavro.batch-id"
@@ -37,6 +37,9 @@ BATCH_ID = "flatavro.batch-id"
 
 TOPIC_PROPERTY = "flatavro.topic"
 """Table property naming the topic a stream applies to the table."""
+
+FILLING = "flatavro.filling"
+"""Table property naming added columns whose default is not yet in the rows (`evolve`)."""
 
 _SESSION_PROPERTY = "spark.sql.iceberg.snapshot-property."
 
@@ -165,27 +168,41 @@ def evolve(spark: SparkSession, name: str, *, evolution: Evolution,
            subject: SubjectVersions) -> None:
     """Give the table the latest version's columns: dropped columns go, widened ones change type,
     new ones are added and then filled with their default in the rows already there (as TiDB
-    shows them after ``ADD COLUMN ... DEFAULT``), in one more snapshot. The schema changes and
-    the fill are two commits: a crash between them is repaired at the next start, which finds
-    the column there and fills it again (`evolve` is called while the table has no row of the
-    new version)."""
+    shows them after ``ADD COLUMN ... DEFAULT``). Iceberg changes a schema without a snapshot,
+    so the fill is a commit of its own: the columns to fill are named in the table property
+    `FILLING` first, and the property goes with the fill; a crash in between leaves it, and
+    `finish_fill` fills them at the next start, before any row of the new version is written."""
     table = identifier(name)
     target = {f.name: f.dataType for f in iceberg_types(evolution.target).fields}
+    if evolution.added:
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES "
+                  f"('{FILLING}' = '{','.join(evolution.added)}')")
     for column in evolution.removed:
         spark.sql(f"ALTER TABLE {table} DROP COLUMN `{column}`")
     for column in evolution.widened:
         spark.sql(f"ALTER TABLE {table} ALTER COLUMN `{column}` TYPE "
                   f"{target[column].simpleString()}")
     if evolution.added:
-        have = set(table_columns(spark, name).fieldNames())
-        adding = ", ".join(f"`{c}` {target[c].simpleString()}" for c in evolution.added
-                           if c not in have)
-        if adding:
-            spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({adding})")
-        fill(spark, name, defaults=defaults(spark, subject, names=evolution.added))
+        adding = ", ".join(f"`{c}` {target[c].simpleString()}" for c in evolution.added)
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({adding})")
+        finish_fill(spark, name, subject=subject)
 
 
-def fill(spark: SparkSession, name: str, *, defaults: DataFrame) -> None:
+def finish_fill(spark: SparkSession, name: str, *, subject: SubjectVersions) -> None:
+    """Fill the columns the table property `FILLING` names with their default in every row,
+    then drop the property (nothing to do without it)."""
+    properties = {r[0]: r[1] for r in spark.sql(
+        f"SHOW TBLPROPERTIES {identifier(name)}").collect()}
+    have = set(table_columns(spark, name).fieldNames())  # a crash before ADD COLUMNS: none
+    names = tuple(c for c in properties.get(FILLING, "").split(",") if c in have)
+    if FILLING not in properties:
+        return
+    if names:
+        _fill(spark, name, defaults=defaults(spark, subject, names=names))
+    spark.sql(f"ALTER TABLE {identifier(name)} UNSET TBLPROPERTIES ('{FILLING}')")
+
+
+def _fill(spark: SparkSession, name: str, *, defaults: DataFrame) -> None:
     """Set the columns of `defaults` (one row) to its values in every row of the table (a
     MERGE of that one row ON true: every row matches it)."""
     row = defaults.first()
@@ -193,7 +210,7 @@ def fill(spark: SparkSession, name: str, *, defaults: DataFrame) -> None:
     if all(row[c] is None for c in defaults.columns):
         return  # a new column reads NULL already
     view = "flatavro_defaults"
-    _in(spark, defaults).createOrReplaceTempView(view)
+    in_session(spark, defaults).createOrReplaceTempView(view)
     assigned = ", ".join(f"`{c}` = d.`{c}`" for c in defaults.columns)
     try:
         spark.sql(f"MERGE INTO {identifier(name)} t USING {view} d ON true "
@@ -244,7 +261,7 @@ def _written(spark: SparkSession, name: str) -> Written:
     return Written(int(row[0]), int(summary.get("added-records") or 0), removed)
 
 
-def _in(spark: SparkSession, df: DataFrame) -> DataFrame:
+def in_session(spark: SparkSession, df: DataFrame) -> DataFrame:
     """`df` as a DataFrame of `spark` (another session of the same SparkContext: each table
     writes through its own, for its own snapshot properties)."""
     if df.sparkSession is spark:
@@ -261,7 +278,7 @@ def merge_changes(spark: SparkSession, name: str, *, changes: DataFrame, key_col
                   soft: bool = False) -> Written:
     """MERGE INTO the table (`merge.clauses`, as for Delta), as (`app_id`, `batch_id`)."""
     view = f"flatavro_changes_{batch_id}"
-    _in(spark, changes).createOrReplaceTempView(view)
+    in_session(spark, changes).createOrReplaceTempView(view)
     on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns)
     statement = merge.clauses(merge.SqlMerge(), merge.values(columns, soft=soft),
                               ordered=ordered, soft=soft).sql(
@@ -278,7 +295,7 @@ def append_changes(spark: SparkSession, df: DataFrame, *, name: str, app_id: str
                    batch_id: int) -> Written:
     """Append rows (a keyless table's changes) as (`app_id`, `batch_id`)."""
     with _summary(spark, app_id=app_id, batch_id=batch_id):
-        _in(spark, df).writeTo(identifier(name)).append()
+        in_session(spark, df).writeTo(identifier(name)).append()
     return _written(spark, name)
 
 
@@ -295,3 +312,31 @@ def rewrite(spark: SparkSession, name: str) -> str:
     rewritten = f"{data[0] if data else 0} data file(s) into {data[1] if data else 0}"
     return (f"rewrite_data_files {rewritten}; rewrite_position_delete_files "
             f"{deletes[0] if deletes else 0} delete file(s)")
+
+
+def exists(spark: SparkSession, name: str) -> bool:
+    """Whether the catalog has table `name`."""
+    return bool(spark.catalog.tableExists(f"{CATALOG}.{name}"))
+
+
+def drop(spark: SparkSession, name: str) -> None:
+    """Drop table `name` and its files (a bulk read's output, when a later part failed)."""
+    spark.sql(f"DROP TABLE IF EXISTS {identifier(name)} PURGE")
+
+
+def write_table(spark: SparkSession, df: DataFrame, *, name: str, topic: str, keyed: bool,
+                overwrite: bool, format_version: int = 2) -> None:
+    """Create table `name` holding `df` in one commit (Iceberg's atomic CREATE / REPLACE TABLE
+    AS SELECT: a failed write leaves no table, or the old one), with the topic as a property
+    and, for a keyed topic's state, merge-on-read (a stream can continue it)."""
+    namespace = ".".join(f"`{p}`" for p in [CATALOG, *name.split(".")[:-1]])
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    properties = {"format-version": str(format_version), TOPIC_PROPERTY: topic,
+                  **(_MERGE_ON_READ if keyed else {})}
+    writer = in_session(spark, df).writeTo(identifier(name)).using("iceberg")
+    for key, value in properties.items():
+        writer = writer.tableProperty(key, value)
+    if overwrite:
+        writer.createOrReplace()
+    else:
+        writer.create()

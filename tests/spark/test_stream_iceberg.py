@@ -5,8 +5,10 @@ read back with PyIceberg, not Spark; exactly once under SIGKILL of the driver; t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
+import re
 import subprocess
 import sys
 from decimal import Decimal
@@ -18,11 +20,19 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_jobs.errors import JobError
+from spark_jobs.jobs import bulk_read
 from spark_jobs.jobs import stream as stream_job
+from spark_jobs.jobs.preflight import check_stream_paths
 from spark_jobs.jobs.stream import run
-from spark_jobs.settings.config import StreamConfig, TableFormat, Trigger
+from spark_jobs.settings.config import (
+    JobConfig,
+    OutputFormat,
+    StreamConfig,
+    TableFormat,
+    Trigger,
+)
 from spark_jobs.settings.iceberg import IcebergCatalog
-from spark_jobs.sinks.iceberg import APP_ID, BATCH_ID, use_catalog
+from spark_jobs.sinks.iceberg import APP_ID, BATCH_ID, FILLING, use_catalog
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import (
     ITEMS_V1,
@@ -31,6 +41,7 @@ from tests.spark.test_stream import (
     create_topic,
     produce_by_key,
     send,
+    stream,
 )
 from tests.spark.test_stream_recovery import history, kill_at_random
 from tests.support.iceberg import load, sorted_rows
@@ -51,7 +62,8 @@ def iceberg_stream(tmp_path: Path, broker: Broker, http: httpx.Client, topic: st
 
 def expect(*data: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """Rows as PyIceberg reads them: prices as decimals."""
-    return sorted(tuple(Decimal(v) if isinstance(v, str) else v for v in row) for row in data)
+    return sorted(tuple(Decimal(v) if isinstance(v, str) and re.fullmatch(r"-?\d+\.\d+", v)
+                        else v for v in row) for row in data)
 
 
 def test_a_keyed_topic_is_merged_on_read_and_read_back_by_pyiceberg(
@@ -99,6 +111,16 @@ def test_a_keyed_topic_is_merged_on_read_and_read_back_by_pyiceberg(
     send(kafka, service, topic, [change("insert", 6, "f", "6.00", qty=60)])
     run(spark, config)
     assert sorted_rows(lake, "shop.items", "id", "qty") == [(2, 7), (3, 7), (5, 7), (6, 60)]
+    assert FILLING not in load(lake, "shop.items").properties
+
+    # A crash between ADD COLUMNS and the fill leaves the property: the next start fills.
+    assert config.iceberg is not None
+    crashed = use_catalog(spark.newSession(), config.iceberg)
+    crashed.sql(f"ALTER TABLE flatavro.shop.items SET TBLPROPERTIES ('{FILLING}' = 'qty')")
+    crashed.sql("UPDATE flatavro.shop.items SET qty = NULL WHERE id IN (2, 3)")
+    run(spark, config)
+    assert sorted_rows(lake, "shop.items", "id", "qty") == [(2, 7), (3, 7), (5, 7), (6, 60)]
+    assert FILLING not in load(lake, "shop.items").properties
 
 
 def test_a_keyless_topic_is_appended(
@@ -188,6 +210,17 @@ def test_refusals(spark: SparkSession, kafka: Broker, service: httpx.Client,  # 
     with pytest.raises(JobError, match=f"^{delta_place}, where the Iceberg table shop.items "
                                        f"would go, holds a Delta table"):
         run(spark, iceberg_stream(tmp_path, kafka, service, topic))
+    # The reverse: --format delta on an Iceberg table's folder.
+    run(spark, iceberg_stream(tmp_path, kafka, service, topic, name="shop.made",
+                              checkpoint=str(tmp_path / "made.checkpoint")))
+    made = tmp_path / "lake" / "shop" / "made"
+    for refused in (lambda: run(spark, stream(tmp_path / "d", kafka, service, topic,
+                                               table_path=str(made))),
+                    lambda: check_stream_paths(stream(tmp_path / "d", kafka, service, topic,
+                                                      table_path=str(made)))):
+        with pytest.raises(JobError, match=f"^{made} holds an Iceberg table, not a Delta "
+                                           f"table: stream it with --format iceberg"):
+            refused()
     # A catalog table whose column has another type than the topic's.
     config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.other")
     assert config.iceberg is not None
@@ -208,3 +241,32 @@ def test_refusals(spark: SparkSession, kafka: Broker, service: httpx.Client,  # 
         run(spark, config)
     assert str(caught.value).startswith("the Iceberg catalog http://127.0.0.1:9/catalog ")
     assert "hidden" not in str(caught.value)
+
+
+def test_bulk_read_writes_an_iceberg_table_whole_that_the_stream_continues(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    topic = "iceberg_bulk"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    send(kafka, service, topic, [change("insert", 1, "a", "1.00"), change("insert", 2, "b", "2.00"),
+                                 change("update", 1, "a2", "1.10"), change("delete", 2)])
+    lake = tmp_path / "lake"
+    catalog = IcebergCatalog.sqlite(warehouse=str(lake))
+    job = JobConfig(topic=topic, output="shop.bulk", bootstrap_servers=kafka.bootstrap,
+                    service_url=str(service.base_url), output_format=OutputFormat.ICEBERG,
+                    iceberg=catalog, materialize=True)
+    bulk_read.run(spark, job)
+    assert sorted_rows(lake, "shop.bulk", "id", "name", "price") == [(1, "a2", Decimal("1.10"))]
+    assert load(lake, "shop.bulk").properties["write.merge.mode"] == "merge-on-read"
+    with pytest.raises(JobError, match="^the Iceberg table shop.bulk exists; pass --overwrite"):
+        bulk_read.run(spark, job)
+    # Every change, replacing the table in one commit.
+    bulk_read.run(spark, dataclasses.replace(job, materialize=False, overwrite=True))
+    assert len(sorted_rows(lake, "shop.bulk")) == 4
+    # The materialized state, then the stream from there on (a table rebuilt as the stream's
+    # refusals suggest).
+    bulk_read.run(spark, dataclasses.replace(job, overwrite=True))
+    send(kafka, service, topic, [change("insert", 3, "c", "3.00")])
+    run(spark, iceberg_stream(tmp_path, kafka, service, topic, name="shop.bulk"))
+    assert sorted_rows(lake, "shop.bulk", "id", "name") == [(1, "a2"), (3, "c")]
