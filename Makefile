@@ -71,6 +71,7 @@ bench: check-bench $(EXTRAS) $(JARS)
 	$(BIN)/python -m bench.bench_spark
 	$(BIN)/python -m bench.bench_stream
 	$(BIN)/python -m bench.bench_stream_tables
+	$(BIN)/python -m bench.bench_stream_formats
 	$(BIN)/python -m bench.bench_bridge
 
 # Regenerate openapi/openapi.json from the app (a test fails when the file drifts).

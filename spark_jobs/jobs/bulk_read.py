@@ -18,6 +18,7 @@ from spark_jobs.decoding.registry import resolve_schemas
 from spark_jobs.decoding.schemas import TopicVersions
 from spark_jobs.decoding.transforms import latest_state, ordered_by_commit, with_frames
 from spark_jobs.errors import JobError
+from spark_jobs.jobs.preflight import check_catalog_file
 from spark_jobs.settings.config import JobConfig, OutputFormat
 from spark_jobs.sinks import iceberg, parquet
 from spark_jobs.sources import kafka, kafka_check
@@ -33,6 +34,7 @@ def run(spark: SparkSession, config: JobConfig) -> None:
             mode.
     """
     if config.iceberg is not None:  # its own session: a session loads a catalog once
+        check_catalog_file(config.iceberg)
         spark = iceberg.use_catalog(spark.newSession(), config.iceberg)
         iceberg.check_catalog(spark, config.iceberg)
     if config.many:

@@ -26,7 +26,15 @@ from spark_jobs.decoding.transforms import (
     ordered_by_commit,
 )
 from spark_jobs.jobs.stream_metrics import StreamMetrics
-from spark_jobs.jobs.table_writer import SKIPPED, Place, TableWriter, columns_for, log
+from spark_jobs.jobs.table_writer import (
+    SKIPPED,
+    Located,
+    Place,
+    TableWriter,
+    columns_for,
+    log,
+    table_app_id,
+)
 from spark_jobs.settings.config import Deletes, StreamConfig
 from spark_jobs.settings.iceberg import CATALOG
 from spark_jobs.sinks import iceberg, upkeep
@@ -35,16 +43,19 @@ from spark_jobs.sinks.columns import plan_evolution, table_schema, version_schem
 __all__ = ["IcebergWriter", "open_iceberg_table"]
 
 
-def open_iceberg_table(spark: SparkSession, config: StreamConfig, *, place: Place,
-                       schemas: TopicVersions, app_id: str, metrics: StreamMetrics
+def open_iceberg_table(spark: SparkSession, config: StreamConfig, *, located: Located,
+                       app_id: str, metrics: StreamMetrics, label: str | None = None
                        ) -> IcebergWriter:
-    """The topic's Iceberg table (named by `place.path`), checked or created, and evolved.
+    """The topic's Iceberg table (named by its place's path), checked or created, and evolved
+    (`label`, `app_id`: as for `table_writer.open_table`).
 
     Raises:
         JobError: the name's place holds a Delta table, the table is another topic's, or its
             columns match no registered version (a column of another type: named).
     """
     assert config.iceberg is not None
+    schemas, place = located.schemas, located.labelled(label)
+    app_id = table_app_id(config, app_id=app_id, topic=place.topic)
     session = iceberg.use_catalog(spark.newSession(), config.iceberg)
     versions = {i: columns_for(config, schemas, columns=v)
                 for i, v in version_schemas(session, schemas).items()}
@@ -99,7 +110,7 @@ class IcebergWriter(TableWriter):
             self.config, self.schemas, columns=table_schema(self.spark, self.schemas)))
         evolution = plan_evolution(self.columns, want, subject=self.schemas.value.subject,
                                    widens=iceberg.widens, table="an Iceberg table",
-                                   rebuild="iceberg")
+                                   rebuild="iceberg", widenings=iceberg.WIDENINGS)
         if evolution:
             iceberg.evolve(self.spark, self.place.path, evolution=evolution,
                            subject=self.schemas.value)

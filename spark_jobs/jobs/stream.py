@@ -31,9 +31,11 @@ from pyspark.sql.streaming import StreamingQuery
 from spark_jobs.decoding.transforms import header_id, with_frames
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.jobs.checkpoint_marker import claim_checkpoint
+from spark_jobs.jobs.iceberg_writer import open_iceberg_table
+from spark_jobs.jobs.preflight import check_catalog_file
 from spark_jobs.jobs.stream_metrics import StreamMetrics
 from spark_jobs.jobs.table_writer import TableWriter, locate, log, open_table
-from spark_jobs.settings.config import StreamConfig
+from spark_jobs.settings.config import StreamConfig, TableFormat
 from spark_jobs.sinks import iceberg
 from spark_jobs.sources import kafka_check
 
@@ -99,7 +101,9 @@ class BatchApplier:
             name = located[topic].place.name
             labels[topic] = None if names.setdefault(name, topic) == topic else (
                 f"{name} ({topic})")
-        opened = self._each(new, lambda topic: open_table(
+        opener = (open_iceberg_table if self.config.table_format is TableFormat.ICEBERG
+                  else open_table)
+        opened = self._each(new, lambda topic: opener(
             self.spark, self.config, located=located[topic], app_id=self.app_id,
             metrics=self.metrics, label=labels[topic]))
         self.tables.update(opened)
@@ -234,6 +238,7 @@ def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
     if subscription.pattern is not None:
         kafka_check.check_broker(config.bootstrap_servers, kafka=config.kafka)
     if config.iceberg is not None:
+        check_catalog_file(config.iceberg)
         iceberg.check_catalog(spark, config.iceberg)
     claim = claim_checkpoint(spark, config)
     applier = BatchApplier(spark, config, app_id=claim.app_id)

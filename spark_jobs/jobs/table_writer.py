@@ -36,12 +36,13 @@ from spark_jobs.decoding.transforms import (
 )
 from spark_jobs.errors import JobError
 from spark_jobs.jobs.stream_metrics import StreamMetrics
-from spark_jobs.settings.config import Deletes, Mode, StreamConfig, TableFormat
+from spark_jobs.settings.config import Deletes, Mode, StreamConfig
 from spark_jobs.sinks import delta, ordering, upkeep
 from spark_jobs.sinks.columns import plan_evolution, table_schema, version_schemas
 from spark_jobs.sources import kafka_check
 
-__all__ = ["Located", "Place", "TableWriter", "columns_for", "locate", "open_table", "SKIPPED"]
+__all__ = ["Located", "Place", "TableWriter", "columns_for", "locate", "open_table", "SKIPPED",
+           "table_app_id"]
 
 SKIPPED = "already in the table (a re-run batch: skipped)"
 
@@ -100,6 +101,18 @@ class Located:
         """The table's location."""
         return self.place.path
 
+    def labelled(self, label: str | None) -> Place:
+        """Where the rows go, named `label` in metrics and logs when given."""
+        if label is None:
+            return self.place
+        return Place(self.place.topic, label, self.place.path, self.place.dead_letter)
+
+
+def table_app_id(config: StreamConfig, *, app_id: str, topic: str) -> str:
+    """The app id of `topic`'s table writes: the stream's, and in whole-database mode the
+    topic's after it (each table exactly once on its own)."""
+    return f"{app_id}-{topic}" if config.many else app_id
+
 
 def locate(config: StreamConfig, *, topic: str, check_topic: bool = False) -> Located:
     """`topic`'s schemas and table location.
@@ -124,16 +137,8 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
         JobError: a path that holds something else than this topic's table, a table with
             deletion vectors under ``--deletion-vectors off``.
     """
-    schemas, place = located.schemas, located.place
+    schemas, place = located.schemas, located.labelled(label)
     topic = place.topic
-    if label is not None:
-        place = Place(topic, label, place.path, place.dead_letter)
-    if config.table_format is TableFormat.ICEBERG:
-        from spark_jobs.jobs.iceberg_writer import open_iceberg_table
-
-        return open_iceberg_table(spark, config, place=place, schemas=schemas,
-                                  app_id=f"{app_id}-{topic}" if config.many else app_id,
-                                  metrics=metrics)
     session = spark.newSession()
     versions = {i: columns_for(config, schemas, columns=v)
                 for i, v in version_schemas(session, schemas).items()}
@@ -163,7 +168,8 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
     if place.dead_letter is not None:
         delta.check_dead_letter_table(session, place.dead_letter)
     writer = TableWriter(session, config, place=place, schemas=schemas,
-                         app_id=f"{app_id}-{topic}" if config.many else app_id, metrics=metrics)
+                         app_id=table_app_id(config, app_id=app_id, topic=topic),
+                         metrics=metrics)
     writer.sync_table()
     return writer
 

@@ -243,6 +243,8 @@ def _bulk_iceberg(parser: argparse.ArgumentParser, args: argparse.Namespace
     if args.topic is not None and not ICEBERG_NAME.fullmatch(args.output):
         parser.error(f"--output {args.output!r} is not an Iceberg table name namespace.table "
                      f"(letters, digits, '_')")
+    _check_name_template(parser, None if args.topic is not None else args.output,
+                         option="--output")
     return _catalog(parser, args)
 
 
@@ -544,7 +546,22 @@ def _iceberg(parser: argparse.ArgumentParser, args: argparse.Namespace, *, mode:
     if args.table_path is not None and not ICEBERG_NAME.fullmatch(args.table_path):
         parser.error(f"--table {args.table_path!r} is not an Iceberg table name "
                      f"namespace.table (letters, digits, '_')")
+    _check_name_template(parser, args.table_path_template, option="--table-template")
     return _catalog(parser, args)
+
+
+def _check_name_template(parser: argparse.ArgumentParser, template: str | None, *,
+                         option: str) -> None:
+    """A template of Iceberg table names renders ``namespace.table`` (exit 2 otherwise)."""
+    if template is None:
+        return
+    try:
+        rendered = template.format(topic="t", database="d", table="t")
+    except (KeyError, ValueError, IndexError):
+        return  # PathTemplate.parse names what is wrong
+    if not ICEBERG_NAME.fullmatch(rendered):
+        parser.error(f"{option} {template!r} does not name Iceberg tables namespace.table "
+                     f"(letters, digits, '_' and the placeholders), e.g. '{{database}}.{{table}}'")
 
 
 def _catalog(parser: argparse.ArgumentParser, args: argparse.Namespace) -> IcebergCatalog:

@@ -18,8 +18,8 @@ from spark_jobs.decoding.transforms import BOOKKEEPING, decode, with_frames
 from spark_jobs.errors import JobError
 from spark_jobs.settings.config import Mode
 
-__all__ = ["Evolution", "KAFKA_SCHEMA", "defaults", "describe", "difference", "plan_evolution",
-           "table_schema", "version_schemas"]
+__all__ = ["DELTA_WIDENINGS", "Evolution", "KAFKA_SCHEMA", "defaults", "describe", "difference",
+           "plan_evolution", "table_schema", "version_schemas"]
 
 KAFKA_SCHEMA = T.StructType([
     T.StructField("key", T.BinaryType()), T.StructField("value", T.BinaryType()),
@@ -30,6 +30,9 @@ KAFKA_SCHEMA = T.StructType([
 # Integral and floating types in widening order; a later one holds every value of an earlier.
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 _INTEGRAL_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
+
+DELTA_WIDENINGS = "a larger integer, float to double, a wider decimal, date to timestamp"
+"""The type changes `_widens` allows, for errors."""
 
 
 def table_schema(spark: SparkSession, schemas: TopicVersions) -> T.StructType:
@@ -104,9 +107,11 @@ def _widens(old: T.DataType, new: T.DataType) -> bool:
 
 def plan_evolution(have: T.StructType, want: T.StructType, *, subject: str,
                    widens: Callable[[T.DataType, T.DataType], bool] | None = None,
-                   table: str = "a Delta table", rebuild: str = "delta") -> Evolution:
+                   table: str = "a Delta table", rebuild: str = "delta",
+                   widenings: str = DELTA_WIDENINGS) -> Evolution:
     """What changes the table needs (empty when none); `widens` says which type changes the table
-    can make in place (Delta's by default), `table` and `rebuild` name the format in the error.
+    can make in place (Delta's by default), `table`, `rebuild` and `widenings` name the format
+    and its widenings in the error.
 
     Raises:
         JobError: a column's type changed in a way that is not a widening (naming the column,
@@ -119,8 +124,7 @@ def plan_evolution(have: T.StructType, want: T.StructType, *, subject: str,
             raise JobError(
                 f"column {name} changed from {old[name].simpleString()} to "
                 f"{data_type.simpleString()} in the latest version of {subject}; {table} "
-                f"cannot change a column that way in place (only widenings: a larger "
-                f"integer, float to double, a wider decimal, date to timestamp). Stop the "
+                f"cannot change a column that way in place (only widenings: {widenings}). Stop the "
                 f"stream, move the table aside and rebuild it (bulk_read --format {rebuild} "
                 f"--materialize, then a new --checkpoint with --starting-offsets earliest: the "
                 f"last change per key wins, so nothing is lost or doubled)")

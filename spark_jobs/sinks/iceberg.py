@@ -11,7 +11,7 @@ a batch the table's snapshots already name for the app id is skipped (`last_batc
 
 from __future__ import annotations
 
-import concurrent.futures
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,9 +26,9 @@ from spark_jobs.sinks import merge
 from spark_jobs.sinks.columns import Evolution, defaults, describe, difference
 from spark_jobs.sources.files import path_exists
 
-__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "FILLING", "Written", "append_changes",
-           "check_catalog", "check_table", "create_table", "drop", "evolve", "exists",
-           "finish_fill", "iceberg_types", "identifier", "in_session", "last_batch",
+__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "FILLING", "WIDENINGS", "Written",
+           "append_changes", "check_catalog", "check_table", "create_table", "drop", "evolve",
+           "exists", "finish_fill", "iceberg_types", "identifier", "in_session", "last_batch",
            "merge_changes", "rewrite", "table_columns", "use_catalog", "widens", "write_table"]
 
 APP_ID = "flatavro.app-id"
@@ -65,6 +65,10 @@ def iceberg_types(schema: T.StructType) -> T.StructType:
                       else f.dataType, f.nullable) for f in schema.fields])
 
 
+WIDENINGS = "int to bigint, float to double, a decimal's precision up at the same scale"
+"""The type changes Iceberg makes in place (`widens`), for errors."""
+
+
 def widens(old: T.DataType, new: T.DataType) -> bool:
     """Every value of `old` is a value of `new`, and Iceberg changes the column in place: int to
     bigint, float to double, a decimal's precision up at the same scale."""
@@ -94,18 +98,24 @@ def check_catalog(spark: SparkSession, catalog: IcebergCatalog) -> None:
         JobError: naming the catalog's URI and what went wrong.
     """
     spark = use_catalog(spark.newSession(), catalog)
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="flatavro-catalog")
-    future = pool.submit(lambda: spark.sql(f"SHOW NAMESPACES IN `{CATALOG}`").collect())
-    try:
-        future.result(CATALOG_SECONDS)
-    except concurrent.futures.TimeoutError as exc:
+    failed: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            spark.sql(f"SHOW NAMESPACES IN `{CATALOG}`").collect()
+        except BaseException as exc:  # reported below
+            failed.append(exc)
+
+    # A daemon thread: a catalog that never answers must not hold the process at exit.
+    asking = threading.Thread(target=ask, name="flatavro-catalog", daemon=True)
+    asking.start()
+    asking.join(CATALOG_SECONDS)
+    if asking.is_alive():
         raise JobError(f"the Iceberg catalog {catalog.uri} did not answer within "
-                       f"{CATALOG_SECONDS:g} s ({catalog.source})") from exc
-    except Exception as exc:  # a JVM error: one line of it
-        raise JobError(f"the Iceberg catalog {catalog.uri} cannot be used: {one_line(exc)} "
-                       f"({catalog.source})") from exc
-    finally:
-        pool.shutdown(wait=False)
+                       f"{CATALOG_SECONDS:g} s ({catalog.source})")
+    if failed:  # a JVM error: one line of it
+        raise JobError(f"the Iceberg catalog {catalog.uri} cannot be used: "
+                       f"{one_line(failed[0])} ({catalog.source})") from failed[0]
 
 
 def _location(name: str, warehouse: str | None) -> str | None:

@@ -1,5 +1,5 @@
 """The stream's schema-evolution rules (`plan_evolution`, pure: no Spark session): which type
-changes widen a Delta column, and what every other change says to do."""
+changes widen a Delta column or an Iceberg one, and what every other change says to do."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import types as T
 
 from spark_jobs.errors import JobError
+from spark_jobs.sinks import iceberg
 from spark_jobs.sinks.columns import plan_evolution
 
 
@@ -41,3 +42,29 @@ def test_other_type_changes_stop_with_what_to_do(old: T.DataType, new: T.DataTyp
 def test_no_change_plans_nothing() -> None:
     same = schema(id=T.IntegerType(), name=T.StringType())
     assert not plan_evolution(same, same, subject="s-value")
+
+
+@pytest.mark.parametrize(("old", "new", "widens"), [
+    (T.IntegerType(), T.LongType(), True), (T.FloatType(), T.DoubleType(), True),
+    (T.DecimalType(8, 2), T.DecimalType(10, 2), True),
+    (T.DecimalType(8, 2), T.DecimalType(10, 3), False),  # Iceberg keeps a decimal's scale
+    (T.IntegerType(), T.DecimalType(12, 2), False), (T.DateType(), T.TimestampType(), False),
+    (T.LongType(), T.IntegerType(), False)])
+def test_an_iceberg_column_widens_as_iceberg_allows(old: T.DataType, new: T.DataType,
+                                                    widens: bool) -> None:
+    def plan() -> object:
+        return plan_evolution(schema(c=old), schema(c=new), subject="s-value",
+                              widens=iceberg.widens, table="an Iceberg table",
+                              rebuild="iceberg", widenings=iceberg.WIDENINGS)
+    if widens:
+        assert plan().widened == ("c",)  # type: ignore[attr-defined]
+        return
+    with pytest.raises(JobError) as caught:
+        plan()
+    assert str(caught.value) == (
+        f"column c changed from {old.simpleString()} to {new.simpleString()} in the latest "
+        f"version of s-value; an Iceberg table cannot change a column that way in place (only "
+        f"widenings: int to bigint, float to double, a decimal's precision up at the same "
+        f"scale). Stop the stream, move the table aside and rebuild it (bulk_read --format "
+        f"iceberg --materialize, then a new --checkpoint with --starting-offsets earliest: the "
+        f"last change per key wins, so nothing is lost or doubled)")

@@ -85,6 +85,9 @@ def test_a_bad_catalog_config_is_one_line(tmp_path: Path, text: str, message: st
       "--change-data-feed"], "--change-data-feed is for --format delta"),
     (["--format", "iceberg", "--table", "shop.items", "--iceberg-warehouse", "w",
       "--mode", "permissive", "--dead-letter", "d"], "--mode permissive is for --format delta"),
+    (["--format", "iceberg", "--iceberg-warehouse", "w", "--table-template",
+      "/lake/{database}/{table}"], "--table-template '/lake/{database}/{table}' does not name "
+                                   "Iceberg tables namespace.table"),
     (["--table-path", "p", "--iceberg-warehouse", "w"], "--iceberg-warehouse is for --format "
                                                         "iceberg"),
     (["--format", "parquet", "--table-path", "p"], "argument --format: invalid choice")])

@@ -210,3 +210,47 @@ def test_a_session_without_hadoop_aws_says_so(spark: SparkSession) -> None:
     with pytest.raises(JobError, match="^hadoop-aws is not on Spark's classpath: run the job "
                                        "with the jars of deploy/jvm/fetch.sh hadoop-aws"):
         object_store.check_paths(spark, ["s3a://lake/t"])
+
+
+def test_an_iceberg_warehouse_on_s3a_sigkilled_and_restarted_loses_and_doubles_nothing(
+        kafka: Broker, service: httpx.Client, store: ObjectStore,  # noqa: F811
+        lake: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--format iceberg`` with the warehouse on the store (the SQLite catalog on local
+    disk), the checkpoint on s3a too; SIGKILL at a random moment, a restart; PyIceberg reads
+    the table from the store."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    topic = "s3a_iceberg_items"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    changes, state = history(seed, 600)
+    send(kafka, service, topic, changes)
+    env = store.env()
+    for name, value in env.items():  # kill_at_random's child inherits this process's
+        monkeypatch.setenv(name, value)
+    catalog = tmp_path / "catalog.sqlite"
+
+    def command(*extra: str) -> list[str]:
+        return [sys.executable, "-m", "spark_jobs.stream", "--topic", topic,
+                "--bootstrap-servers", kafka.bootstrap, "--service-url", str(service.base_url),
+                "--format", "iceberg", "--iceberg-warehouse", f"{lake}/iceberg",
+                "--iceberg-catalog-uri", f"jdbc:sqlite:{catalog}", "--table", "shop.items",
+                "--checkpoint", f"{lake}/checkpoints/s3a_iceberg", "--master", "local[2]",
+                "--max-offsets-per-trigger", "100", *extra]
+
+    assert kill_at_random(command("--trigger", "processing-time=1 seconds"),
+                          random.Random(seed), tmp_path / "killed.log") == -9
+    done = subprocess.run(command("--trigger", "available-now"), cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert store.secret_key not in (tmp_path / "killed.log").read_text() + done.stderr
+    table = SqlCatalog("flatavro", uri=f"sqlite:///{catalog}", **{
+        "s3.endpoint": store.endpoint, "s3.access-key-id": store.access_key,
+        "s3.secret-access-key": store.secret_key, "s3.region": "us-east-1"}).load_table(
+        "shop.items")
+    assert table.location().startswith(f"{lake}/iceberg/")
+    got = sorted((r["id"], r["name"], str(r["price"]) if r["price"] is not None else None)
+                 for r in table.scan().to_arrow().to_pylist())
+    assert got == sorted(state.values())

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
@@ -44,6 +44,11 @@ def produce(broker: Broker, topic: str, by_partition: dict[int, list[bytes]]) ->
         for value in values:
             producer.produce(topic, value=value, partition=partition)
     assert producer.flush(30) == 0
+
+
+_COORDINATOR_MOVING = frozenset({KafkaError.NOT_COORDINATOR,
+                                 KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                                 KafkaError.COORDINATOR_NOT_AVAILABLE})
 
 
 class Bridge:
@@ -80,11 +85,12 @@ class Bridge:
     @staticmethod
     def _committed(consumer: Consumer, partitions: list[TopicPartition]) -> list[int] | None:
         """The group's committed offsets; None while the broker answers with a retriable error
-        (a fresh broker's group coordinator still loading: NOT_COORDINATOR)."""
+        or its group coordinator is still moving or loading (NOT_COORDINATOR, which
+        librdkafka does not mark retriable here)."""
         try:
             return [c.offset for c in consumer.committed(partitions, timeout=10)]
         except KafkaException as exc:
-            if not exc.args[0].retriable():
+            if not exc.args[0].retriable() and exc.args[0].code() not in _COORDINATOR_MOVING:
                 raise
             return None
 

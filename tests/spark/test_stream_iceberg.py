@@ -9,6 +9,7 @@ import dataclasses
 import os
 import random
 import re
+import socket
 import subprocess
 import sys
 from decimal import Decimal
@@ -32,6 +33,8 @@ from spark_jobs.settings.config import (
     Trigger,
 )
 from spark_jobs.settings.iceberg import IcebergCatalog
+from spark_jobs.settings.tables import PathTemplate, Topics
+from spark_jobs.sinks import iceberg as sinks_iceberg
 from spark_jobs.sinks.iceberg import APP_ID, BATCH_ID, FILLING, use_catalog
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import (
@@ -44,7 +47,7 @@ from tests.spark.test_stream import (
     stream,
 )
 from tests.spark.test_stream_recovery import history, kill_at_random
-from tests.support.iceberg import load, sorted_rows
+from tests.support.iceberg import load, read_iceberg, sorted_rows
 from tests.support.parts import ROOT, Broker
 
 
@@ -113,13 +116,15 @@ def test_a_keyed_topic_is_merged_on_read_and_read_back_by_pyiceberg(
     assert sorted_rows(lake, "shop.items", "id", "qty") == [(2, 7), (3, 7), (5, 7), (6, 60)]
     assert FILLING not in load(lake, "shop.items").properties
 
-    # A crash between ADD COLUMNS and the fill leaves the property: the next start fills.
+    # A crash between ADD COLUMNS and the fill leaves the property, and rows of the old
+    # version only (its column still empty): the next start fills it.
     assert config.iceberg is not None
     crashed = use_catalog(spark.newSession(), config.iceberg)
     crashed.sql(f"ALTER TABLE flatavro.shop.items SET TBLPROPERTIES ('{FILLING}' = 'qty')")
-    crashed.sql("UPDATE flatavro.shop.items SET qty = NULL WHERE id IN (2, 3)")
+    crashed.sql("DELETE FROM flatavro.shop.items WHERE id = 6")
+    crashed.sql("UPDATE flatavro.shop.items SET qty = NULL")
     run(spark, config)
-    assert sorted_rows(lake, "shop.items", "id", "qty") == [(2, 7), (3, 7), (5, 7), (6, 60)]
+    assert sorted_rows(lake, "shop.items", "id", "qty") == [(2, 7), (3, 7), (5, 7)]
     assert FILLING not in load(lake, "shop.items").properties
 
 
@@ -186,11 +191,11 @@ def test_sigkill_at_random_moments_loses_and_doubles_nothing(
     send(kafka, service, topic, changes)
     config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.kill")
     rng = random.Random(seed)
-    command = cli(config, "--trigger", "processing-time=1 seconds",
-                  "--max-offsets-per-trigger", "100", "--optimize-every", "4")
+    every = ["--max-offsets-per-trigger", "100", "--optimize-every", "4"]
+    command = cli(config, "--trigger", "processing-time=1 seconds", *every)
     for attempt in range(2):
         kill_at_random(command, rng, tmp_path / f"{attempt}.log")
-    done = subprocess.run(cli(config, "--trigger", "available-now"), cwd=ROOT,
+    done = subprocess.run(cli(config, "--trigger", "available-now", *every), cwd=ROOT,
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert sorted_rows(tmp_path / "lake", "shop.kill", "id", "name", "price") == expect(
@@ -200,7 +205,7 @@ def test_sigkill_at_random_moments_loses_and_doubles_nothing(
 
 
 def test_refusals(spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
-                  tmp_path: Path) -> None:
+                  tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     topic = "iceberg_refused"
     create_topic(kafka, topic)
     register(service, ITEMS_V1, topic)
@@ -241,6 +246,18 @@ def test_refusals(spark: SparkSession, kafka: Broker, service: httpx.Client,  # 
         run(spark, config)
     assert str(caught.value).startswith("the Iceberg catalog http://127.0.0.1:9/catalog ")
     assert "hidden" not in str(caught.value)
+    # One that takes the connection and never answers: named when the wait is over (60 s in
+    # the job; 3 s here).
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        uri = f"http://127.0.0.1:{silent.getsockname()[1]}/catalog"
+        rest.write_text(f"type=rest\nuri={uri}\n")
+        monkeypatch.setattr(sinks_iceberg, "CATALOG_SECONDS", 3.0)
+        with pytest.raises(JobError, match=f"^the Iceberg catalog {uri} did not answer within "
+                                           f"3 s \\(--catalog-config {rest}\\)$"):
+            run(spark, iceberg_stream(tmp_path, kafka, service, topic,
+                                      iceberg=IcebergCatalog.read(str(rest))))
 
 
 def test_bulk_read_writes_an_iceberg_table_whole_that_the_stream_continues(
@@ -263,10 +280,36 @@ def test_bulk_read_writes_an_iceberg_table_whole_that_the_stream_continues(
         bulk_read.run(spark, job)
     # Every change, replacing the table in one commit.
     bulk_read.run(spark, dataclasses.replace(job, materialize=False, overwrite=True))
-    assert len(sorted_rows(lake, "shop.bulk")) == 4
+    assert read_iceberg(lake, "shop.bulk").num_rows == 4
     # The materialized state, then the stream from there on (a table rebuilt as the stream's
     # refusals suggest).
     bulk_read.run(spark, dataclasses.replace(job, overwrite=True))
     send(kafka, service, topic, [change("insert", 3, "c", "3.00")])
     run(spark, iceberg_stream(tmp_path, kafka, service, topic, name="shop.bulk"))
     assert sorted_rows(lake, "shop.bulk", "id", "name") == [(1, "a2"), (3, "c")]
+
+
+def test_a_whole_database_into_iceberg_tables_named_by_the_template(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    orders, notes = "iceberg_whole_orders", "iceberg_whole_notes"
+    for topic in (orders, notes):
+        create_topic(kafka, topic)
+    register(service, ITEMS_V1.replace("shop.items", "whole.orders"), orders)
+    register(service, "CREATE TABLE whole.notes (id INT, note VARCHAR(20))", notes)
+    send(kafka, service, orders, [change("insert", 1, "a", "1.00"),
+                                  change("insert", 2, "b", "2.00"), change("delete", 1)])
+    produce_by_key(kafka, notes, encode(service, notes, [
+        {"op": "insert", "row": {"id": 7, "note": "x"}}]), [0])
+    config = iceberg_stream(tmp_path, kafka, service, "", name="",
+                            topics=Topics(names=(orders, notes)),
+                            table_template=PathTemplate("{database}.{table}"))
+    run(spark, config)
+    lake = tmp_path / "lake"
+    assert sorted_rows(lake, "whole.orders", "id", "name") == [(2, "b")]
+    assert sorted_rows(lake, "whole.notes", "id", "note") == [(7, "x")]
+    # Each table is exactly once on its own: its app id names the topic.
+    ids = {name: {s.summary[APP_ID] for s in load(lake, name).snapshots()
+                  if s.summary is not None and APP_ID in s.summary}
+           for name in ("whole.orders", "whole.notes")}
+    assert [i.pop().rsplit("-", 1)[-1] for i in ids.values()] == [orders, notes]
