@@ -44,10 +44,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import deltalake
 import httpx
@@ -70,6 +70,8 @@ from spark_jobs.jobs import bulk_read
 from spark_jobs.jobs.stream import run
 from spark_jobs.session import build_session
 from spark_jobs.settings.config import JobConfig, StreamConfig, Trigger
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS, WARM_UP, INSERTS, UPDATES = 3, 20_000, 0.80, 0.15  # the rest: deletes
@@ -375,11 +377,12 @@ def watch(path: str, first_id: int, errors: list[BaseException]) -> tuple[dict[i
     return seen, (time.monotonic() - start) / max(polls, 1)
 
 
-def measure_latency(spark: SparkSession, topic: Topic, work: Path, first_id: int,
-                    live: int, *, deletion_vectors: bool) -> bool:
-    config = stream_config(topic, work, LATENCY_CHANGES, trigger=Trigger(seconds=1),
-                           deletion_vectors=deletion_vectors)
-    stop, errors, sent = threading.Event(), [], {}
+def while_streaming(spark: SparkSession, config: StreamConfig,
+                    work: Callable[[list[BaseException]], T]) -> T:
+    """Run `config`'s stream in a thread; once its first (empty) trigger has run, `work(errors)`
+    (`errors`: the stream's failure, when it fails); then stop the stream. `work`'s result, or
+    the stream's error."""
+    stop, errors = threading.Event(), []
 
     def stream() -> None:
         try:
@@ -391,12 +394,27 @@ def measure_latency(spark: SparkSession, topic: Topic, work: Path, first_id: int
     runner.start()
     while not errors and not any(q.lastProgress for q in spark.streams.active):
         time.sleep(0.2)  # until the first (empty) trigger has run
-    threading.Thread(target=send_slowly, args=(topic, first_id, sent), daemon=True).start()
-    seen, resolution = watch(config.table_path, first_id, errors)
-    stop.set()
-    runner.join(120)
+    try:
+        result = work(errors)
+    finally:
+        stop.set()
+        runner.join(120)
     if errors:
         raise errors[0]
+    return result
+
+
+def measure_latency(spark: SparkSession, topic: Topic, work: Path, first_id: int,
+                    live: int, *, deletion_vectors: bool) -> bool:
+    config = stream_config(topic, work, LATENCY_CHANGES, trigger=Trigger(seconds=1),
+                           deletion_vectors=deletion_vectors)
+    sent: dict[int, float] = {}
+
+    def measure(errors: list[BaseException]) -> tuple[dict[int, float], float]:
+        threading.Thread(target=send_slowly, args=(topic, first_id, sent), daemon=True).start()
+        return watch(config.table_path, first_id, errors)
+
+    seen, resolution = while_streaming(spark, config, measure)
     latencies = [seen[k] - sent[k] for k in sent if k in seen]
     if len(latencies) < LATENCY_CHANGES:
         print(f"latency: only {len(latencies)} of {LATENCY_CHANGES} changes became visible")

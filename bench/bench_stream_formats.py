@@ -16,8 +16,10 @@ into a fresh table. Each table must then hold exactly the live keys and the upda
 exit 1. Latency: per format, a processing-time=1 second stream into a fresh table while 200 new
 keys are produced at 20/s; the table is polled every 50 ms (delta-rs; PyIceberg) and p50/p99
 of produce -> visible printed. Merge-on-read price: the topic streamed into a fresh Iceberg
-table in 100 micro-batches (--optimize-every 0), a full read (every column hashed) timed
-three times, then rewrite_data_files and rewrite_position_delete_files, and the read again.
+table in 100 micro-batches (--optimize-every 0), a full read (every column, into Spark's
+noop sink) timed
+three times, then rewrite_data_files and rewrite_position_delete_files, and the read again;
+for v2 and v3.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from bench.bench_stream import (
     send_slowly,
     service,
     stream_config,
+    while_streaming,
 )
 from bench.figures import timed
 from bench.kafka_broker import broker
@@ -155,33 +158,23 @@ def visible_ids(fmt: str, work: Path, config: StreamConfig) -> Callable[[int], l
 def latency(spark: SparkSession, fmt: str, topic: Topic, work: Path, first_id: int) -> str:
     config = config_for(fmt, topic, work, LATENCY_CHANGES, "latency", trigger=Trigger(seconds=1),
                         starting_offsets="latest")
-    stop, errors, sent = threading.Event(), [], {}
+    sent: dict[int, float] = {}
 
-    def stream() -> None:
-        try:
-            run(spark, config, stop=stop)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+    def measure(errors: list[BaseException]) -> dict[int, float]:
+        threading.Thread(target=send_slowly, args=(topic, first_id, sent), daemon=True).start()
+        ids, seen, start = visible_ids(fmt, work, config), {}, time.monotonic()
+        while len(seen) < LATENCY_CHANGES and time.monotonic() < start + 120 and not errors:
+            time.sleep(POLL_SECONDS)
+            try:
+                found = ids(first_id)
+            except Exception:  # not created yet
+                continue
+            now = time.monotonic()
+            for row_id in found:
+                seen.setdefault(row_id, now)
+        return seen
 
-    runner = threading.Thread(target=stream, daemon=True)
-    runner.start()
-    while not errors and not any(q.lastProgress for q in spark.streams.active):
-        time.sleep(0.2)
-    threading.Thread(target=send_slowly, args=(topic, first_id, sent), daemon=True).start()
-    ids, seen, start = visible_ids(fmt, work, config), {}, time.monotonic()
-    while len(seen) < LATENCY_CHANGES and time.monotonic() < start + 120 and not errors:
-        time.sleep(POLL_SECONDS)
-        try:
-            found = ids(first_id)
-        except Exception:  # not created yet
-            continue
-        now = time.monotonic()
-        for row_id in found:
-            seen.setdefault(row_id, now)
-    stop.set()
-    runner.join(120)
-    if errors:
-        raise errors[0]
+    seen = while_streaming(spark, config, measure)
     latencies = [seen[k] - sent[k] for k in sent if k in seen]
     if len(latencies) < LATENCY_CHANGES:
         return f"only {len(latencies)} of {LATENCY_CHANGES} changes became visible"
@@ -189,27 +182,30 @@ def latency(spark: SparkSession, fmt: str, topic: Topic, work: Path, first_id: i
     return f"p50 {cuts[49]:.2f} s, p99 {cuts[98]:.2f} s"
 
 
-def read_price(spark: SparkSession, topic: Topic, work: Path, count: int) -> None:
-    """A full read of an Iceberg table after 100 uncompacted micro-batches, then compacted."""
-    config = config_for("iceberg-v2", topic, work, max(count // 100, 1), "uncompacted",
+def read_price(spark: SparkSession, fmt: str, topic: Topic, work: Path, count: int) -> None:
+    """A full read of an Iceberg table (`fmt`) after 100 uncompacted micro-batches, then
+    compacted."""
+    config = config_for(fmt, topic, work, max(count // 100, 1), "uncompacted",
                         optimize_every=0)
     run(spark, config)
     ice = session(spark, work)
-    every = ice.table(iceberg.identifier(config.table_path))
-    read = every.select(F.sum(F.hash(*[F.col(c) for c in every.columns])))
+    def read() -> None:  # every row, every column, deletes applied; written nowhere
+        ice.table(iceberg.identifier(config.table_path)).write.format("noop").mode(
+            "overwrite").save()
 
     def best() -> float:
-        return min(timed(read.collect) for _ in range(3))
+        return min(timed(read) for _ in range(3))
 
     name = iceberg.identifier(config.table_path)
     files = ice.sql(f"SELECT content, count(*) FROM {name}.files GROUP BY content").collect()
     snapshots = ice.sql(f"SELECT count(*) FROM {name}.snapshots").first()
     before = best()
-    print(f"  after {snapshots[0] if snapshots else 0} snapshot(s), files by content (0 data, "
-          f"1 position deletes): {sorted(tuple(r) for r in files)}")
+    print(f"  {fmt}: after {snapshots[0] if snapshots else 0} snapshot(s), files by content "
+          f"(0 data, 1 position deletes or deletion vectors): "
+          f"{sorted(tuple(r) for r in files)}")
     done = iceberg.rewrite(ice, config.table_path)
     after = best()
-    print(f"  full read (every column hashed), best of 3: {before:.2f} s uncompacted, "
+    print(f"  full read (every column, Spark's noop sink), best of 3: {before:.2f} s uncompacted, "
           f"{after:.2f} s after compaction ({done}): merge-on-read costs "
           f"{before / after:.2f}x on this read")
 
@@ -218,50 +214,59 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--changes", type=int, default=300_000)
     parser.add_argument("--per-trigger", type=int, default=50_000)
+    parser.add_argument("--read-price-only", action="store_true",
+                        help="only Iceberg's merge-on-read price (v2 and v3)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="flatavro-bench-formats-"))
     ok = True
-    with broker(work / "kafka") as bootstrap, service(work) as url:
-        spark = build_session("flatavro-bench-formats", "local[2]")
-        spark.sparkContext.setLogLevel("ERROR")
-        try:
-            warm = Topic("warmup", bootstrap, url)
-            warm.send_all(plan(20_000)[0])
-            for fmt in FORMATS:
-                run(spark, config_for(fmt, warm, work, args.per_trigger, "warm"))
-            topic, (changes, live, updated) = Topic("formats", bootstrap, url), plan(
-                args.changes)
-            topic.send_all(changes)
-            decoded_path = str(work / "decoded")
-            read = timed(lambda: bulk_read.run(spark, JobConfig(
-                topic=topic.name, output=decoded_path, bootstrap_servers=bootstrap,
-                service_url=url)))
-            decode = args.changes / read
-            print(f"{args.changes:,} changes, {args.per_trigger:,} offsets per micro-batch; "
-                  f"bulk_read decode-only: {decode:,.0f} rec/s ({read:.1f} s)")
-            decoded = spark.read.parquet(decoded_path)
-            rates = {}
-            for fmt in FORMATS:
-                config = config_for(fmt, topic, work, args.per_trigger, "stream")
-                streamed = timed(lambda c=config: run(spark, c))  # type: ignore[misc]
-                alone = merges_alone(spark, fmt, decoded, topic, work, args.per_trigger)
-                rates[fmt] = args.changes / streamed
-                print(f"{fmt:<11} stream {rates[fmt]:>8,.0f} rec/s ({streamed:.1f} s), ratio "
-                      f"{rates[fmt] / decode:.2f} of decode-only (target >= 0.5); its MERGEs "
-                      f"alone {args.changes / alone:>8,.0f} rec/s ({alone:.1f} s), ratio "
-                      f"{alone and (args.changes / alone) / decode:.2f} of decode-only")
-                ok = right(spark, work, config, live, updated) and ok
-            best = max(rates, key=lambda f: rates[f])
-            print(f"the faster format: {best}, {rates[best] / decode:.2f} of decode-only")
-            for number, fmt in enumerate(FORMATS):
-                first = args.changes + 1_000_000 * (number + 1)
-                print(f"{fmt:<11} latency produce -> visible (processing-time=1 second, "
-                      f"{LATENCY_RATE:g} changes/s): {latency(spark, fmt, topic, work, first)}")
-            print("Iceberg merge-on-read price (format v2):")
-            read_price(spark, topic, work, args.changes)
-        finally:
-            spark.stop()
-    shutil.rmtree(work, ignore_errors=True)
+    try:
+        with broker(work / "kafka") as bootstrap, service(work) as url:
+            spark = build_session("flatavro-bench-formats", "local[2]")
+            spark.sparkContext.setLogLevel("ERROR")
+            try:
+                warm = Topic("warmup", bootstrap, url)
+                warm.send_all(plan(20_000)[0])
+                for fmt in FORMATS:
+                    run(spark, config_for(fmt, warm, work, args.per_trigger, "warm"))
+                topic, (changes, live, updated) = Topic("formats", bootstrap, url), plan(
+                    args.changes)
+                topic.send_all(changes)
+                if args.read_price_only:
+                    for fmt in FORMATS[1:]:
+                        read_price(spark, fmt, topic, work, args.changes)
+                    return
+                decoded_path = str(work / "decoded")
+                read = timed(lambda: bulk_read.run(spark, JobConfig(
+                    topic=topic.name, output=decoded_path, bootstrap_servers=bootstrap,
+                    service_url=url)))
+                decode = args.changes / read
+                print(f"{args.changes:,} changes, {args.per_trigger:,} offsets per micro-batch; "
+                      f"bulk_read decode-only: {decode:,.0f} rec/s ({read:.1f} s)")
+                decoded = spark.read.parquet(decoded_path)
+                rates = {}
+                for fmt in FORMATS:
+                    config = config_for(fmt, topic, work, args.per_trigger, "stream")
+                    streamed = timed(lambda c=config: run(spark, c))  # type: ignore[misc]
+                    alone = merges_alone(spark, fmt, decoded, topic, work, args.per_trigger)
+                    rates[fmt] = args.changes / streamed
+                    print(f"{fmt:<11} stream {rates[fmt]:>8,.0f} rec/s ({streamed:.1f} s), ratio "
+                          f"{rates[fmt] / decode:.2f} of decode-only (target >= 0.5); its MERGEs "
+                          f"alone {args.changes / alone:>8,.0f} rec/s ({alone:.1f} s), ratio "
+                          f"{alone and (args.changes / alone) / decode:.2f} of decode-only")
+                    ok = right(spark, work, config, live, updated) and ok
+                best = max(rates, key=lambda f: rates[f])
+                print(f"the faster format: {best}, {rates[best] / decode:.2f} of decode-only")
+                for number, fmt in enumerate(FORMATS):
+                    first = args.changes + 1_000_000 * (number + 1)
+                    print(f"{fmt:<11} latency produce -> visible (processing-time=1 second, "
+                          f"{LATENCY_RATE:g} changes/s): {latency(spark, fmt, topic, work, first)}")
+                print("Iceberg's merge-on-read price:")
+                for fmt in FORMATS[1:]:
+                    read_price(spark, fmt, topic, work, args.changes)
+            finally:
+                spark.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     sys.exit(0 if ok else 1)
 
 

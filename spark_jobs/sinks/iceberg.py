@@ -266,8 +266,12 @@ def _written(spark: SparkSession, name: str) -> Written:
                     f"ORDER BY committed_at DESC LIMIT 1").first()
     assert row is not None
     summary = row[1] or {}
-    removed = sum(int(summary.get(k) or 0) for k in (
-        "added-position-deletes", "deleted-records", "added-dvs"))
+    # A MERGE may rewrite a data file's earlier deletes into its new delete file (or
+    # deletion vector): the rows it removed are the positions added net of those replaced.
+    count = {k: int(summary.get(k) or 0) for k in (
+        "added-position-deletes", "removed-position-deletes", "deleted-records")}
+    removed = (count["added-position-deletes"] - count["removed-position-deletes"]
+               + count["deleted-records"])
     return Written(int(row[0]), int(summary.get("added-records") or 0), removed)
 
 
@@ -335,7 +339,7 @@ def drop(spark: SparkSession, name: str) -> None:
 
 
 def write_table(spark: SparkSession, df: DataFrame, *, name: str, topic: str, keyed: bool,
-                overwrite: bool, format_version: int = 2) -> None:
+                overwrite: bool, format_version: int = 3) -> None:
     """Create table `name` holding `df` in one commit (Iceberg's atomic CREATE / REPLACE TABLE
     AS SELECT: a failed write leaves no table, or the old one), with the topic as a property
     and, for a keyed topic's state, merge-on-read (a stream can continue it)."""

@@ -21,7 +21,7 @@ def test_the_default_catalog_is_jdbc_on_a_sqlite_file_in_the_warehouse(tmp_path:
                                 "--iceberg-warehouse", str(tmp_path / "lake")])
     assert config.table_format is TableFormat.ICEBERG
     assert config.table_path == "shop.items"
-    assert config.iceberg_format_version == 2
+    assert config.iceberg_format_version == 3
     assert config.iceberg is not None
     assert config.iceberg.spark_settings() == {
         f"spark.sql.catalog.{CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
@@ -34,10 +34,10 @@ def test_the_default_catalog_is_jdbc_on_a_sqlite_file_in_the_warehouse(tmp_path:
                               "iceberg", "--iceberg-warehouse", "s3a://lake/w",
                               "--iceberg-catalog-uri", f"jdbc:sqlite:{tmp_path}/c.sqlite",
                               "--table-template", "{database}.{table}",
-                              "--iceberg-format-version", "3"])
+                              "--iceberg-format-version", "2"])
     assert many.many and str(many.table_template) == "{database}.{table}"
     assert many.iceberg is not None and many.iceberg.warehouse == "s3a://lake/w"
-    assert many.iceberg_format_version == 3
+    assert many.iceberg_format_version == 2
 
 
 def test_a_catalog_config_file_names_any_catalog_and_hides_its_secrets(tmp_path: Path) -> None:

@@ -96,10 +96,10 @@ def test_a_keyed_topic_is_merged_on_read_and_read_back_by_pyiceberg(
         (2, "b-again", Decimal("2.20")), (3, "c3", Decimal("3.33")), (5, "e", Decimal("5.00"))])
     table = load(lake, "shop.items")
     assert table.properties["write.merge.mode"] == "merge-on-read"
-    assert table.metadata.format_version == 2
+    assert table.metadata.format_version == 3
     summaries = [s.summary for s in table.snapshots()]
-    assert any(int(s["total-position-deletes"]) > 0 for s in summaries if s is not None), \
-        "the MERGEs wrote no position delete file: not merge-on-read"
+    assert any(int(s["total-delete-files"]) > 0 for s in summaries if s is not None), \
+        "the MERGEs wrote no deletion vector: not merge-on-read"
     batches = [int(s[BATCH_ID]) for s in summaries if s is not None and BATCH_ID in s]
     assert batches == sorted(batches) and len(batches) == len(set(batches)) >= 3
     assert all(s[APP_ID].startswith("flatavro-stream-") for s in summaries
@@ -303,10 +303,12 @@ def test_a_whole_database_into_iceberg_tables_named_by_the_template(
         {"op": "insert", "row": {"id": 7, "note": "x"}}]), [0])
     config = iceberg_stream(tmp_path, kafka, service, "", name="",
                             topics=Topics(names=(orders, notes)),
-                            table_template=PathTemplate("{database}.{table}"))
+                            table_template=PathTemplate("{database}.{table}"),
+                            iceberg_format_version=2)  # position delete files, read back too
     run(spark, config)
     lake = tmp_path / "lake"
     assert sorted_rows(lake, "whole.orders", "id", "name") == [(2, "b")]
+    assert load(lake, "whole.orders").metadata.format_version == 2
     assert sorted_rows(lake, "whole.notes", "id", "note") == [(7, "x")]
     # Each table is exactly once on its own: its app id names the topic.
     ids = {name: {s.summary[APP_ID] for s in load(lake, name).snapshots()
