@@ -550,6 +550,9 @@ def _iceberg(parser: argparse.ArgumentParser, args: argparse.Namespace, *, mode:
     if mode is Mode.PERMISSIVE:
         parser.error("--mode permissive is for --format delta (dead letters go to a Delta "
                      "table); with --format iceberg the stream stops at a bad message")
+    if args.deletes == Deletes.SOFT.value:
+        parser.error("--deletes soft is for --format delta: its column _deleted is a name "
+                     "Iceberg reserves for a metadata column")
     if args.table_path is not None and not ICEBERG_NAME.fullmatch(args.table_path):
         parser.error(f"--table {args.table_path!r} is not an Iceberg table name "
                      f"namespace.table (letters, digits, '_')")

@@ -315,3 +315,4 @@ def test_a_whole_database_into_iceberg_tables_named_by_the_template(
                   if s.summary is not None and APP_ID in s.summary}
            for name in ("whole.orders", "whole.notes")}
     assert [i.pop().rsplit("-", 1)[-1] for i in ids.values()] == [orders, notes]
+
