@@ -316,3 +316,33 @@ def test_a_whole_database_into_iceberg_tables_named_by_the_template(
            for name in ("whole.orders", "whole.notes")}
     assert [i.pop().rsplit("-", 1)[-1] for i in ids.values()] == [orders, notes]
 
+
+
+def test_bulk_read_of_a_database_into_iceberg_tables_named_by_the_template(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    orders, notes = "iceberg_bulk_orders", "iceberg_bulk_notes"
+    for topic in (orders, notes):
+        create_topic(kafka, topic)
+    register(service, ITEMS_V1.replace("shop.items", "bulkdb.orders"), orders)
+    register(service, "CREATE TABLE bulkdb.notes (id INT, note VARCHAR(20))", notes)
+    send(kafka, service, orders, [change("insert", 1, "a", "1.00"), change("delete", 1),
+                                  change("insert", 2, "b", "2.00")])
+    produce_by_key(kafka, notes, encode(service, notes, [
+        {"op": "insert", "row": {"id": 7, "note": "x"}}]), [0])
+    lake = tmp_path / "lake"
+    job = JobConfig(topic="", output="", bootstrap_servers=kafka.bootstrap,
+                    service_url=str(service.base_url), output_format=OutputFormat.ICEBERG,
+                    iceberg=IcebergCatalog.sqlite(warehouse=str(lake)),
+                    topics=Topics(names=(orders, notes)),
+                    output_template=PathTemplate("{database}.{table}"))
+    bulk_read.run(spark, job)
+    # Every change, a delete as its key (docs/bulk-read.md).
+    assert sorted_rows(lake, "bulkdb.orders", "id", "_op") == [
+        (1, "delete"), (1, "upsert"), (2, "upsert")]
+    assert sorted_rows(lake, "bulkdb.notes", "id", "note") == [(7, "x")]
+    # A second run finds the tables there (topics in name order): refused before anything is
+    # written.
+    with pytest.raises(JobError, match="^the Iceberg table bulkdb.notes exists; pass "
+                                       "--overwrite"):
+        bulk_read.run(spark, job)
