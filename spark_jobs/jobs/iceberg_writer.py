@@ -19,7 +19,6 @@ from pyspark.sql import functions as F
 from spark_jobs.decoding.schemas import TopicVersions
 from spark_jobs.decoding.transforms import (
     COMMIT_TS,
-    DELETED,
     TOMBSTONE,
     in_commit_order,
     last_change_per_key,
@@ -57,9 +56,10 @@ def open_iceberg_table(spark: SparkSession, config: StreamConfig, *, located: Lo
     schemas, place = located.schemas, located.labelled(label)
     app_id = table_app_id(config, app_id=app_id, topic=place.topic)
     session = iceberg.use_catalog(spark.newSession(), config.iceberg)
-    versions = {i: columns_for(config, schemas, columns=v)
+    versions = {i: columns_for(config, schemas, columns=v, deleted=iceberg.DELETED)
                 for i, v in version_schemas(session, schemas).items()}
-    latest = columns_for(config, schemas, columns=table_schema(session, schemas))
+    latest = columns_for(config, schemas, columns=table_schema(session, schemas),
+                         deleted=iceberg.DELETED)
     name = place.path
     if not iceberg.check_table(session, name, topic=place.topic,
                                warehouse=config.iceberg.warehouse, versions=versions,
@@ -107,7 +107,8 @@ class IcebergWriter(TableWriter):
         finish filling columns an interrupted evolution added)."""
         iceberg.finish_fill(self.spark, self.place.path, subject=self.schemas.value)
         want = iceberg.iceberg_types(columns_for(
-            self.config, self.schemas, columns=table_schema(self.spark, self.schemas)))
+            self.config, self.schemas, columns=table_schema(self.spark, self.schemas),
+            deleted=iceberg.DELETED))
         evolution = plan_evolution(self.columns, want, subject=self.schemas.value.subject,
                                    widens=iceberg.widens, table="an Iceberg table",
                                    rebuild="iceberg", widenings=iceberg.WIDENINGS)
@@ -143,7 +144,7 @@ class IcebergWriter(TableWriter):
             soft = self.config.deletes is Deletes.SOFT
             if self.ordered:
                 source = in_commit_order(changes, keys, bound_row=[
-                    c for c in columns if c != DELETED] if soft else None).withColumn(
+                    c for c in columns if c != iceberg.DELETED] if soft else None).withColumn(
                     TOMBSTONE, F.lit(None).cast("long"))
             else:
                 source = last_change_per_key(changes, keys)

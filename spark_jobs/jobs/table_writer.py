@@ -76,12 +76,12 @@ def _place(config: StreamConfig, *, topic: str, schemas: TopicVersions) -> Place
                   config.dead_letter_for(topic=topic, database=database, table=table))
 
 
-def columns_for(config: StreamConfig, schemas: TopicVersions, *, columns: T.StructType
-             ) -> T.StructType:
-    """The table's columns for `columns` (a version's): with `DELETED` in a keyed table under
-    ``--deletes soft``."""
+def columns_for(config: StreamConfig, schemas: TopicVersions, *, columns: T.StructType,
+                deleted: str = DELETED) -> T.StructType:
+    """The table's columns for `columns` (a version's): with the flag `deleted` (Delta's
+    `DELETED`) in a keyed table under ``--deletes soft``."""
     if config.deletes is Deletes.SOFT and schemas.key is not None:
-        return delta.with_deleted(columns)
+        return delta.with_deleted(columns, name=deleted)
     return columns
 
 

@@ -550,9 +550,6 @@ def _iceberg(parser: argparse.ArgumentParser, args: argparse.Namespace, *, mode:
     if mode is Mode.PERMISSIVE:
         parser.error("--mode permissive is for --format delta (dead letters go to a Delta "
                      "table); with --format iceberg the stream stops at a bad message")
-    if args.deletes == Deletes.SOFT.value:
-        parser.error("--deletes soft is for --format delta: its column _deleted is a name "
-                     "Iceberg reserves for a metadata column")
     if args.table_path is not None and not ICEBERG_NAME.fullmatch(args.table_path):
         parser.error(f"--table {args.table_path!r} is not an Iceberg table name "
                      f"namespace.table (letters, digits, '_')")
@@ -661,8 +658,9 @@ def _add_ordering(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--deletes", choices=[d.value for d in Deletes], default=Deletes.HARD.value,
         help="hard (the default): a TiDB DELETE removes the row; soft: the row stays with "
-             "_deleted true (and, with _tidb_commit_ts, the delete's commit ts); an upsert of "
-             "the key brings it back with _deleted false")
+             "_deleted true (__deleted in an Iceberg table, which reserves _deleted; and, with "
+             "_tidb_commit_ts, the delete's commit ts); an upsert of the key brings it back "
+             "with the flag false")
     parser.add_argument(
         "--order", choices=["commit", "offset"], default="commit",
         help="commit (the default): apply a keyed topic in TiDB's commit order when its values "

@@ -97,9 +97,9 @@ def enable_change_data_feed(spark: SparkSession, path: str) -> bool:
     return True
 
 
-def with_deleted(schema: T.StructType) -> T.StructType:
-    """A ``--deletes soft`` table's columns: `schema`'s and `DELETED`."""
-    return T.StructType([*schema.fields, T.StructField(DELETED, T.BooleanType(), True)])
+def with_deleted(schema: T.StructType, *, name: str = DELETED) -> T.StructType:
+    """A ``--deletes soft`` table's columns: `schema`'s and its flag `name` (`DELETED`)."""
+    return T.StructType([*schema.fields, T.StructField(name, T.BooleanType(), True)])
 
 
 def check_dead_letter_table(spark: SparkSession, path: str) -> None:

@@ -26,7 +26,7 @@ from spark_jobs.sinks import merge
 from spark_jobs.sinks.columns import Evolution, defaults, describe, difference
 from spark_jobs.sources.files import path_exists
 
-__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "FILLING", "WIDENINGS", "Written",
+__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "DELETED", "FILLING", "WIDENINGS", "Written",
            "append_changes", "check_catalog", "check_table", "create_table", "drop", "evolve",
            "exists", "finish_fill", "iceberg_types", "identifier", "in_session", "last_batch",
            "merge_changes", "rewrite", "table_columns", "use_catalog", "widens", "write_table"]
@@ -37,6 +37,10 @@ BATCH_ID = "flatavro.batch-id"
 
 TOPIC_PROPERTY = "flatavro.topic"
 """Table property naming the topic a stream applies to the table."""
+
+DELETED = "__deleted"
+"""A ``--deletes soft`` table's flag: Iceberg reserves ``_deleted`` (Delta's name) for a
+metadata column; ``__deleted`` is the name Debezium's new-record-state transform gives it."""
 
 FILLING = "flatavro.filling"
 """Table property naming added columns whose default is not yet in the rows (`evolve`)."""
@@ -294,8 +298,8 @@ def merge_changes(spark: SparkSession, name: str, *, changes: DataFrame, key_col
     view = f"flatavro_changes_{batch_id}"
     in_session(spark, changes).createOrReplaceTempView(view)
     on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns)
-    statement = merge.clauses(merge.SqlMerge(), merge.values(columns, soft=soft),
-                              ordered=ordered, soft=soft).sql(
+    statement = merge.clauses(merge.SqlMerge(), merge.values(columns, soft=soft, deleted=DELETED),
+                              ordered=ordered, soft=soft, deleted=DELETED).sql(
         target=identifier(name), source=view, on=on)
     try:
         with _summary(spark, app_id=app_id, batch_id=batch_id):

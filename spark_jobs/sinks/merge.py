@@ -20,18 +20,20 @@ from spark_jobs.decoding.transforms import (
 __all__ = ["SqlMerge", "clauses", "values"]
 
 
-def values(columns: list[str], *, soft: bool) -> dict[str, str]:
+def values(columns: list[str], *, soft: bool, deleted: str = DELETED) -> dict[str, str]:
     """What an update or insert sets: each column from the source row ``s``; a soft-deletes
-    table's `DELETED` false."""
-    assigned = {f"`{c}`": f"s.`{c}`" for c in columns if c != DELETED}
+    table's `deleted` column (Delta's `DELETED`) false."""
+    assigned = {f"`{c}`": f"s.`{c}`" for c in columns if c != deleted}
     if soft:
-        assigned[f"`{DELETED}`"] = "false"
+        assigned[f"`{deleted}`"] = "false"
     return assigned
 
 
-def clauses(builder: Any, values: dict[str, str], *, ordered: bool, soft: bool) -> Any:
+def clauses(builder: Any, values: dict[str, str], *, ordered: bool, soft: bool,
+            deleted: str = DELETED) -> Any:
     """The MERGE's clauses (docs/streaming.md, "Commit order" and "Deletes"), added to
-    `builder` (Delta's ``DeltaMergeBuilder`` or a `SqlMerge`): target ``t``, source ``s``.
+    `builder` (Delta's ``DeltaMergeBuilder`` or a `SqlMerge`): target ``t``, source ``s``;
+    `deleted` names a soft-deletes table's flag (Iceberg reserves Delta's `DELETED`).
 
     In Kafka order the last change per key wins. In commit order the source is
     `transforms.in_commit_order` with `TOMBSTONE`: what the key's deletes removed is known to be
@@ -40,7 +42,7 @@ def clauses(builder: Any, values: dict[str, str], *, ordered: bool, soft: bool) 
     otherwise its upsert replaces the row only when newer than it, and fills an empty key only
     when no older than ``m``."""
     if not ordered:
-        return _offset_clauses(builder, values, soft=soft)
+        return _offset_clauses(builder, values, soft=soft, deleted=deleted)
     ts = f"`{COMMIT_TS}`"
     m = (f"greatest(coalesce(t.{ts}, -1), coalesce(s.{TOMBSTONE}, -1), "
          f"coalesce(s.{BOUND}, -1))")
@@ -51,7 +53,7 @@ def clauses(builder: Any, values: dict[str, str], *, ordered: bool, soft: bool) 
         return (builder.whenMatchedDelete(gone)
                 .whenMatchedUpdate(f"{upsert} AND s.{ts} > coalesce(t.{ts}, -1)", values)
                 .whenNotMatchedInsert(f"s._op = 'upsert' AND s.{ts} >= {empty}", values))
-    deleted = f"`{DELETED}`"
+    deleted = f"`{deleted}`"
     mark = {deleted: "true", ts: m, f"`{PHYSICAL_TIME}`": f"shiftright({m}, {PHYSICAL_SHIFT})"}
     # A soft-deleted row is its key's tombstone: its commit ts is what the delete removed,
     # which is the batch's upsert before the delete when that is newer than the row.
@@ -66,11 +68,11 @@ def clauses(builder: Any, values: dict[str, str], *, ordered: bool, soft: bool) 
             .whenNotMatchedInsert(f"s.{HAS_DELETE} AND s.{BOUND} IS NOT NULL", tomb))
 
 
-def _offset_clauses(builder: Any, values: dict[str, str], *, soft: bool) -> Any:
+def _offset_clauses(builder: Any, values: dict[str, str], *, soft: bool, deleted: str) -> Any:
     """Kafka order: the source is the last change per key."""
     if soft:
-        builder = builder.whenMatchedUpdate(f"s._op = 'delete' AND NOT t.`{DELETED}`",
-                                            {f"`{DELETED}`": "true"})
+        builder = builder.whenMatchedUpdate(f"s._op = 'delete' AND NOT t.`{deleted}`",
+                                            {f"`{deleted}`": "true"})
     else:
         builder = builder.whenMatchedDelete("s._op = 'delete'")
     return (builder.whenMatchedUpdate("s._op = 'upsert'", values)

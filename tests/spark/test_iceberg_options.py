@@ -88,9 +88,6 @@ def test_a_bad_catalog_config_is_one_line(tmp_path: Path, text: str, message: st
     (["--format", "iceberg", "--iceberg-warehouse", "w", "--table-template",
       "/lake/{database}/{table}"], "--table-template '/lake/{database}/{table}' does not name "
                                    "Iceberg tables namespace.table"),
-    (["--format", "iceberg", "--table", "shop.items", "--iceberg-warehouse", "w",
-      "--deletes", "soft"], "--deletes soft is for --format delta: its column _deleted is a "
-                            "name Iceberg reserves for a metadata column"),
     (["--table-path", "p", "--iceberg-warehouse", "w"], "--iceberg-warehouse is for --format "
                                                         "iceberg"),
     (["--format", "parquet", "--table-path", "p"], "argument --format: invalid choice")])

@@ -26,6 +26,7 @@ from spark_jobs.jobs import stream as stream_job
 from spark_jobs.jobs.preflight import check_stream_paths
 from spark_jobs.jobs.stream import run
 from spark_jobs.settings.config import (
+    Deletes,
     JobConfig,
     OutputFormat,
     StreamConfig,
@@ -35,7 +36,8 @@ from spark_jobs.settings.config import (
 from spark_jobs.settings.iceberg import IcebergCatalog
 from spark_jobs.settings.tables import PathTemplate, Topics
 from spark_jobs.sinks import iceberg as sinks_iceberg
-from spark_jobs.sinks.iceberg import APP_ID, BATCH_ID, FILLING, use_catalog
+from spark_jobs.sinks.iceberg import APP_ID, BATCH_ID, DELETED, FILLING, use_catalog
+from tests.spark import test_stream_order as order
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import (
     ITEMS_V1,
@@ -47,6 +49,7 @@ from tests.spark.test_stream import (
     stream,
 )
 from tests.spark.test_stream_recovery import history, kill_at_random
+from tests.support import replay
 from tests.support.iceberg import load, read_iceberg, sorted_rows
 from tests.support.parts import ROOT, Broker
 
@@ -346,3 +349,34 @@ def test_bulk_read_of_a_database_into_iceberg_tables_named_by_the_template(
     with pytest.raises(JobError, match="^the Iceberg table bulkdb.notes exists; pass "
                                        "--overwrite"):
         bulk_read.run(spark, job)
+
+
+def test_commit_order_with_soft_deletes_never_takes_a_key_back_in_time(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    """TiCDC's replays (tests/support/replay.py), applied in commit order with --deletes soft:
+    no snapshot of the Iceberg table shows a key older than an earlier snapshot did, and the
+    last one holds every key's last row, deleted ones flagged in ``__deleted`` (Iceberg
+    reserves ``_deleted``)."""
+    seed = order._seed()
+    source, parts = order._sent(seed)
+    topic = f"iceberg_order_{seed}"
+    create_topic(kafka, topic, order.PARTITIONS)
+    order._register(service, topic)
+    config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.orders",
+                            deletes=Deletes.SOFT, max_offsets_per_trigger=16)
+    for number in range(2):  # the stream catches up after each half
+        for partition, changes in enumerate(parts):
+            half = -(-len(changes) // 2)
+            order._produce(kafka, service, topic, partition,
+                           changes[number * half:(number + 1) * half])
+        run(spark, config)
+    table = load(tmp_path / "lake", "shop.orders")
+    snapshots = [(s.snapshot_id, table.scan(snapshot_id=s.snapshot_id).to_arrow().to_pylist())
+                 for s in table.snapshots()]
+    order._check_never_back(snapshots, {c.ts: c for c in source}, seed=seed)
+    present = replay.final_state(source)
+    expected = {k: (c.ts, c.row["name"] if c.row else None, k not in present)
+                for k, c in replay.last_rows(source).items()}
+    assert {r["id"]: (r[order.TS], r["name"], r[DELETED]) for r in snapshots[-1][1]
+            } == expected, f"seed {seed}"
