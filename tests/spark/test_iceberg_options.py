@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.errors import JobError
+from spark_jobs.jobs.preflight import check_catalog_file
 from spark_jobs.settings.config import TableFormat, parse_stream_args
 from spark_jobs.settings.iceberg import CATALOG, IcebergCatalog
 
@@ -97,3 +98,15 @@ def test_format_mixes_that_cannot_work_exit_2(extra: list[str], message: str,
         parse_stream_args([*ARGV, *extra])
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_sqlite_catalog_in_a_missing_folder_is_named_before_the_jvm(tmp_path: Path) -> None:
+    made = IcebergCatalog.sqlite(warehouse=str(tmp_path / "new-lake"))
+    check_catalog_file(made)  # the default file's folder is the warehouse: made here
+    assert (tmp_path / "new-lake").is_dir()
+    elsewhere = IcebergCatalog.sqlite(warehouse=str(tmp_path / "lake"),
+                                      uri=f"jdbc:sqlite:{tmp_path}/missing/catalog.sqlite")
+    with pytest.raises(JobError) as caught:
+        check_catalog_file(elsewhere)
+    assert str(caught.value) == (f"the Iceberg catalog jdbc:sqlite:{tmp_path}/missing/"
+                                 f"catalog.sqlite: the folder {tmp_path}/missing does not exist")

@@ -292,18 +292,25 @@ def test_bulk_read_writes_an_iceberg_table_whole_that_the_stream_continues(
     assert sorted_rows(lake, "shop.bulk", "id", "name") == [(1, "a2"), (3, "c")]
 
 
+def database(broker: Broker, http: httpx.Client, name: str) -> tuple[str, str]:
+    """Two tables of database `name` on topics of their own: ``orders`` (keyed: ids 1 and 2
+    inserted, 1 deleted) and ``notes`` (keyless: one row, id 7); their topics."""
+    orders, notes = f"iceberg_{name}_orders", f"iceberg_{name}_notes"
+    for topic in (orders, notes):
+        create_topic(broker, topic)
+    register(http, ITEMS_V1.replace("shop.items", f"{name}.orders"), orders)
+    register(http, f"CREATE TABLE {name}.notes (id INT, note VARCHAR(20))", notes)
+    send(broker, http, orders, [change("insert", 1, "a", "1.00"), change("delete", 1),
+                                change("insert", 2, "b", "2.00")])
+    produce_by_key(broker, notes, encode(http, notes, [
+        {"op": "insert", "row": {"id": 7, "note": "x"}}]), [0])
+    return orders, notes
+
+
 def test_a_whole_database_into_iceberg_tables_named_by_the_template(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
         tmp_path: Path) -> None:
-    orders, notes = "iceberg_whole_orders", "iceberg_whole_notes"
-    for topic in (orders, notes):
-        create_topic(kafka, topic)
-    register(service, ITEMS_V1.replace("shop.items", "whole.orders"), orders)
-    register(service, "CREATE TABLE whole.notes (id INT, note VARCHAR(20))", notes)
-    send(kafka, service, orders, [change("insert", 1, "a", "1.00"),
-                                  change("insert", 2, "b", "2.00"), change("delete", 1)])
-    produce_by_key(kafka, notes, encode(service, notes, [
-        {"op": "insert", "row": {"id": 7, "note": "x"}}]), [0])
+    orders, notes = database(kafka, service, "whole")
     config = iceberg_stream(tmp_path, kafka, service, "", name="",
                             topics=Topics(names=(orders, notes)),
                             table_template=PathTemplate("{database}.{table}"),
@@ -320,19 +327,10 @@ def test_a_whole_database_into_iceberg_tables_named_by_the_template(
     assert [i.pop().rsplit("-", 1)[-1] for i in ids.values()] == [orders, notes]
 
 
-
 def test_bulk_read_of_a_database_into_iceberg_tables_named_by_the_template(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
         tmp_path: Path) -> None:
-    orders, notes = "iceberg_bulk_orders", "iceberg_bulk_notes"
-    for topic in (orders, notes):
-        create_topic(kafka, topic)
-    register(service, ITEMS_V1.replace("shop.items", "bulkdb.orders"), orders)
-    register(service, "CREATE TABLE bulkdb.notes (id INT, note VARCHAR(20))", notes)
-    send(kafka, service, orders, [change("insert", 1, "a", "1.00"), change("delete", 1),
-                                  change("insert", 2, "b", "2.00")])
-    produce_by_key(kafka, notes, encode(service, notes, [
-        {"op": "insert", "row": {"id": 7, "note": "x"}}]), [0])
+    orders, notes = database(kafka, service, "bulkdb")
     lake = tmp_path / "lake"
     job = JobConfig(topic="", output="", bootstrap_servers=kafka.bootstrap,
                     service_url=str(service.base_url), output_format=OutputFormat.ICEBERG,
