@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.support.deploy import ROOT
 
-JVM_PACKAGES = {"pyspark", "py4j", "delta-spark", "deltalake"}
+JVM_PACKAGES = {"pyspark", "py4j", "delta-spark", "deltalake", "pyiceberg"}
 
 # Imports every module of the packages named in argv with pyspark and py4j refused, as on a
 # machine where `make run` installed the service alone; prints how many modules it imported.

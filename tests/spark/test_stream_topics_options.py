@@ -42,7 +42,8 @@ def test_permissive_many_takes_a_dead_letter_template() -> None:
     (["--topics", "a,b", "--table-path", "p"], "--table-path is for one --topic"),
     (["--topic-pattern", "x", "--table-path", "p"], "--table-path is for one --topic"),
     (["--topic", "t", "--topics", "a", *TEMPLATE], "not allowed with argument --topic"),
-    (["--topics", "a,b"], "one of the arguments --table-path --table-path-template is required"),
+    (["--topics", "a,b"], "one of the arguments --table-path/--table --table-path-template/"
+                          "--table-template is required"),
     (["--topics", "a,,b", *TEMPLATE], "'' is not a Kafka topic name"),
     (["--topics", "a,a", *TEMPLATE], "topic a is listed twice"),
     (["--topics", "a b", *TEMPLATE], "'a b' is not a Kafka topic name"),
