@@ -149,9 +149,7 @@ def check_table(spark: SparkSession, name: str, *, topic: str, warehouse: str | 
                            f"table: --format iceberg writes Iceberg tables only; stream it with "
                            f"--format delta --table-path {location}, or name another table")
         return False
-    properties = {r[0]: r[1] for r in spark.sql(
-        f"SHOW TBLPROPERTIES {identifier(name)}").collect()}
-    owner = properties.get(TOPIC_PROPERTY)
+    owner = _properties(spark, name).get(TOPIC_PROPERTY)
     if owner is not None and owner != topic:
         raise JobError(f"the Iceberg table {name} mirrors topic {owner}, not {topic}")
     have = table_columns(spark, name)
@@ -162,18 +160,30 @@ def check_table(spark: SparkSession, name: str, *, topic: str, warehouse: str | 
     return True
 
 
+def _properties(spark: SparkSession, name: str) -> dict[str, str]:
+    """Table `name`'s properties."""
+    return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {identifier(name)}").collect()}
+
+
+def _new_table(spark: SparkSession, name: str, *, topic: str, keyed: bool,
+               format_version: int) -> dict[str, str]:
+    """Make the namespace of table `name` (if new); the properties a table the jobs create
+    has: its format version, its topic, and merge-on-read for a keyed topic."""
+    namespace = ".".join(f"`{p}`" for p in [CATALOG, *name.split(".")[:-1]])
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    return {"format-version": str(format_version), TOPIC_PROPERTY: topic,
+            **(_MERGE_ON_READ if keyed else {})}
+
+
 def create_table(spark: SparkSession, name: str, *, topic: str, schema: T.StructType,
                  keyed: bool, format_version: int) -> None:
     """An empty Iceberg table with the topic's columns and the topic as a property; a keyed
     topic's merge-on-read (its format version's row deletes: position delete files in v2,
     deletion vectors in v3)."""
-    namespace = ".".join(f"`{p}`" for p in [CATALOG, *name.split(".")[:-1]])
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}"
                         for f in iceberg_types(schema).fields)
-    properties = {"format-version": str(format_version), TOPIC_PROPERTY: topic,
-                  **(_MERGE_ON_READ if keyed else {})}
-    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    listed = ", ".join(f"'{k}' = '{v}'" for k, v in _new_table(
+        spark, name, topic=topic, keyed=keyed, format_version=format_version).items())
     spark.sql(f"CREATE TABLE IF NOT EXISTS {identifier(name)} ({columns}) USING iceberg "
               f"TBLPROPERTIES ({listed})")
 
@@ -205,8 +215,7 @@ def evolve(spark: SparkSession, name: str, *, evolution: Evolution,
 def finish_fill(spark: SparkSession, name: str, *, subject: SubjectVersions) -> None:
     """Fill the columns the table property `FILLING` names with their default in every row,
     then drop the property (nothing to do without it)."""
-    properties = {r[0]: r[1] for r in spark.sql(
-        f"SHOW TBLPROPERTIES {identifier(name)}").collect()}
+    properties = _properties(spark, name)
     have = set(table_columns(spark, name).fieldNames())  # a crash before ADD COLUMNS: none
     names = tuple(c for c in properties.get(FILLING, "").split(",") if c in have)
     if FILLING not in properties:
@@ -347,12 +356,9 @@ def write_table(spark: SparkSession, df: DataFrame, *, name: str, topic: str, ke
     """Create table `name` holding `df` in one commit (Iceberg's atomic CREATE / REPLACE TABLE
     AS SELECT: a failed write leaves no table, or the old one), with the topic as a property
     and, for a keyed topic's state, merge-on-read (a stream can continue it)."""
-    namespace = ".".join(f"`{p}`" for p in [CATALOG, *name.split(".")[:-1]])
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
-    properties = {"format-version": str(format_version), TOPIC_PROPERTY: topic,
-                  **(_MERGE_ON_READ if keyed else {})}
     writer = in_session(spark, df).writeTo(identifier(name)).using("iceberg")
-    for key, value in properties.items():
+    for key, value in _new_table(spark, name, topic=topic, keyed=keyed,
+                                 format_version=format_version).items():
         writer = writer.tableProperty(key, value)
     if overwrite:
         writer.createOrReplace()
