@@ -14,13 +14,10 @@ from __future__ import annotations
 import time
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from spark_jobs.decoding.schemas import TopicVersions
 from spark_jobs.decoding.transforms import (
     COMMIT_TS,
-    TOMBSTONE,
-    in_commit_order,
     last_change_per_key,
     ordered_by_commit,
 )
@@ -36,7 +33,7 @@ from spark_jobs.jobs.table_writer import (
 )
 from spark_jobs.settings.config import Deletes, StreamConfig
 from spark_jobs.settings.iceberg import CATALOG
-from spark_jobs.sinks import iceberg, upkeep
+from spark_jobs.sinks import iceberg, iceberg_guard, upkeep
 from spark_jobs.sinks.columns import plan_evolution, table_schema, version_schemas
 
 __all__ = ["IcebergWriter", "open_iceberg_table"]
@@ -93,7 +90,8 @@ class IcebergWriter(TableWriter):
         self.last = iceberg.last_batch(session, place.path, app_id=app_id)
         self.version = -1
         self.written: int | None = None
-        self.tombstones = False
+        self.tombstones = False  # whether the guard may hold any (none: no join with it)
+        self.guard_last: int | None = None  # the guard's highest batch id (`last` for it)
         self.shift = 0
         metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
 
@@ -104,7 +102,8 @@ class IcebergWriter(TableWriter):
 
     def sync_table(self) -> None:
         """Evolve the table to the latest value version's columns, if they differ (first,
-        finish filling columns an interrupted evolution added)."""
+        finish filling columns an interrupted evolution added); give a table in commit order
+        with hard deletes its guard (`iceberg_guard`)."""
         iceberg.finish_fill(self.spark, self.place.path, subject=self.schemas.value)
         want = iceberg.iceberg_types(columns_for(
             self.config, self.schemas, columns=table_schema(self.spark, self.schemas),
@@ -119,6 +118,18 @@ class IcebergWriter(TableWriter):
                 f"schema id {self.schemas.value.latest_id} ({evolution})")
             self.metrics.table(self.topic, self.name, schema_id=self.schemas.value.latest_id)
         self.columns = want
+        if self.guarded:
+            assert self.schemas.key is not None
+            self.tombstones = iceberg_guard.open_guard(
+                self.spark, self.place.path, columns=want, keys=self.schemas.key.field_names(),
+                format_version=self.config.iceberg_format_version)
+            self.guard_last = iceberg.last_batch(
+                self.spark, iceberg_guard.guard_name(self.place.path), app_id=self.app_id)
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the table has a commit-order guard (commit order, hard deletes)."""
+        return self.ordered and self.config.deletes is Deletes.HARD
 
     def upkeep(self, batch_id: int) -> None:
         """Compact after every N-th batch the table was written in (``--optimize-every``)."""
@@ -127,6 +138,10 @@ class IcebergWriter(TableWriter):
         if not upkeep.optimize_due(written, every=self.config.optimize_every):
             return
         started = time.monotonic()
+        if self.guarded:
+            iceberg_guard.expire(self.spark, self.place.path,
+                                 retention_ms=self.config.tombstone_retention_ms,
+                                 now_ms=int(time.time() * 1000))
         done = iceberg.rewrite(self.spark, self.place.path)
         log(f"table {self.path} after batch {batch_id}: {done} in "
             f"{time.monotonic() - started:.1f} s")
@@ -143,9 +158,8 @@ class IcebergWriter(TableWriter):
             keys = self.schemas.key.field_names()
             soft = self.config.deletes is Deletes.SOFT
             if self.ordered:
-                source = in_commit_order(changes, keys, bound_row=[
-                    c for c in columns if c != iceberg.DELETED] if soft else None).withColumn(
-                    TOMBSTONE, F.lit(None).cast("long"))
+                source = self._in_commit_order(changes, batch_id, keys=keys, columns=columns,
+                                               deletes=deletes, deleted=iceberg.DELETED)
             else:
                 source = last_change_per_key(changes, keys)
             written = iceberg.merge_changes(self.spark, name, changes=source, key_columns=keys,
@@ -157,3 +171,14 @@ class IcebergWriter(TableWriter):
                               "numOutputRows": written.added},
                              keyed=self.schemas.key is not None, table=self.name)
         return str(written)
+
+    def _record(self, winners: DataFrame, batch_id: int, *, keys: list[str]) -> None:
+        """Keep the batch's tombstones in the guard, unless its snapshots name the batch."""
+        if self.guard_last is None or batch_id > self.guard_last:
+            iceberg_guard.record(self.spark, self.place.path, winners=winners, keys=keys,
+                                 app_id=self.app_id, batch_id=batch_id)
+            self.guard_last = batch_id
+
+    def _with_tombstones(self, winners: DataFrame, *, keys: list[str]) -> DataFrame:
+        return iceberg_guard.with_tombstones(self.spark, self.place.path, winners=winners,
+                                             keys=keys)

@@ -317,25 +317,38 @@ class TableWriter:
 
     def _merge_ordered(self, changes: DataFrame, batch_id: int, *, keys: list[str],
                        columns: list[str], deletes: bool) -> dict[str, int] | None:
-        """MERGE in commit order; first, when the batch has `deletes` (hard), keep its
-        tombstones in the guard, which reads the rows they replace before the MERGE removes
-        them."""
+        """MERGE in commit order (`_in_commit_order`)."""
+        return delta.merge_changes(
+            self.spark, self.path, changes=self._in_commit_order(
+                changes, batch_id, keys=keys, columns=columns, deletes=deletes, deleted=DELETED),
+            key_columns=keys, columns=columns, app_id=self.app_id, batch_id=batch_id,
+            ordered=True, soft=self.config.deletes is Deletes.SOFT)
+
+    def _in_commit_order(self, changes: DataFrame, batch_id: int, *, keys: list[str],
+                         columns: list[str], deletes: bool, deleted: str) -> DataFrame:
+        """A MERGE's source in commit order, each key with its tombstone's commit ts; first,
+        when the batch has hard `deletes`, keep its tombstones in the guard, which reads the
+        rows they replace before the MERGE removes them (`deleted`: the soft-deletes flag's
+        name in this format)."""
         soft = self.config.deletes is Deletes.SOFT
         winners = in_commit_order(changes, keys, bound_row=[
-            c for c in columns if c != DELETED] if soft else None)
-        if soft:  # a soft-deleted row is its own tombstone
-            source = winners.withColumn(TOMBSTONE, F.lit(None).cast("long"))
-        else:
+            c for c in columns if c != deleted] if soft else None)
+        if not soft:  # a soft-deleted row is its own tombstone
             if deletes:
-                ordering.record(self.spark, self.path, winners=winners, keys=keys,
-                                app_id=self.app_id, batch_id=batch_id)
+                self._record(winners, batch_id, keys=keys)
                 self.tombstones = True
-            source = (ordering.with_tombstones(self.spark, self.path, winners=winners, keys=keys)
-                      if self.tombstones else winners.withColumn(TOMBSTONE,
-                                                                 F.lit(None).cast("long")))
-        return delta.merge_changes(
-            self.spark, self.path, changes=source, key_columns=keys, columns=columns,
-            app_id=self.app_id, batch_id=batch_id, ordered=True, soft=soft)
+            if self.tombstones:
+                return self._with_tombstones(winners, keys=keys)
+        return winners.withColumn(TOMBSTONE, F.lit(None).cast("long"))
+
+    def _record(self, winners: DataFrame, batch_id: int, *, keys: list[str]) -> None:
+        """Keep the tombstones of the keys `winners` delete in the guard."""
+        ordering.record(self.spark, self.path, winners=winners, keys=keys, app_id=self.app_id,
+                        batch_id=batch_id)
+
+    def _with_tombstones(self, winners: DataFrame, *, keys: list[str]) -> DataFrame:
+        """`winners` with their keys' tombstones."""
+        return ordering.with_tombstones(self.spark, self.path, winners=winners, keys=keys)
 
     def _latest_version(self) -> int:
         last = DeltaTable.forPath(self.spark, self.path).history(1).select("version").first()

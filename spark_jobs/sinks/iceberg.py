@@ -29,7 +29,8 @@ from spark_jobs.sources.files import path_exists
 __all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "DELETED", "FILLING", "WIDENINGS", "Written",
            "append_changes", "check_catalog", "check_table", "create_table", "drop", "evolve",
            "exists", "finish_fill", "iceberg_types", "identifier", "in_session", "last_batch",
-           "merge_changes", "rewrite", "table_columns", "use_catalog", "widens", "write_table"]
+           "merge_changes", "rewrite", "snapshot_summary", "table_columns", "use_catalog", "widens",
+           "write_table"]
 
 APP_ID = "flatavro.app-id"
 BATCH_ID = "flatavro.batch-id"
@@ -243,7 +244,7 @@ def _fill(spark: SparkSession, name: str, *, defaults: DataFrame) -> None:
 
 
 @contextmanager
-def _summary(spark: SparkSession, *, app_id: str, batch_id: int) -> Iterator[None]:
+def snapshot_summary(spark: SparkSession, *, app_id: str, batch_id: int) -> Iterator[None]:
     """The writes inside put (`app_id`, `batch_id`) into their snapshot's summary."""
     spark.conf.set(_SESSION_PROPERTY + APP_ID, app_id)
     spark.conf.set(_SESSION_PROPERTY + BATCH_ID, str(batch_id))
@@ -311,7 +312,7 @@ def merge_changes(spark: SparkSession, name: str, *, changes: DataFrame, key_col
                               ordered=ordered, soft=soft, deleted=DELETED).sql(
         target=identifier(name), source=view, on=on)
     try:
-        with _summary(spark, app_id=app_id, batch_id=batch_id):
+        with snapshot_summary(spark, app_id=app_id, batch_id=batch_id):
             spark.sql(statement)
     finally:
         spark.catalog.dropTempView(view)
@@ -321,7 +322,7 @@ def merge_changes(spark: SparkSession, name: str, *, changes: DataFrame, key_col
 def append_changes(spark: SparkSession, df: DataFrame, *, name: str, app_id: str,
                    batch_id: int) -> Written:
     """Append rows (a keyless table's changes) as (`app_id`, `batch_id`)."""
-    with _summary(spark, app_id=app_id, batch_id=batch_id):
+    with snapshot_summary(spark, app_id=app_id, batch_id=batch_id):
         in_session(spark, df).writeTo(identifier(name)).append()
     return _written(spark, name)
 

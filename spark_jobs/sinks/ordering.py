@@ -18,7 +18,7 @@ computes from the row and the batch).
 from __future__ import annotations
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -33,7 +33,8 @@ from spark_jobs.errors import JobError
 from spark_jobs.sinks.delta import idempotent
 from spark_jobs.sources.files import path_exists, qualified
 
-__all__ = ["GUARD_DIR", "guard_path", "open_guard", "with_tombstones", "record", "expire"]
+__all__ = ["GUARD_DIR", "expire", "expired", "guard_columns", "guard_path", "keyed", "open_guard",
+           "record", "removed_commits", "tombstones_joined", "with_tombstones"]
 
 GUARD_DIR = "_flatavro_guard"
 """The guard's directory inside the table's."""
@@ -44,8 +45,9 @@ def guard_path(path: str) -> str:
     return f"{path.rstrip('/')}/{GUARD_DIR}"
 
 
-def _schema(columns: T.StructType, keys: list[str]) -> T.StructType:
-    """A tombstone: the key columns and the commit ts of what the key's delete removed."""
+def guard_columns(columns: T.StructType, keys: list[str]) -> T.StructType:
+    """A tombstone: the key columns (of the table's `columns`) and the commit ts of what the
+    key's delete removed (the same in Delta's guard and Iceberg's)."""
     fields = {f.name: f for f in columns.fields}
     return T.StructType([T.StructField(k, fields[k].dataType, True) for k in keys] + [
         T.StructField(COMMIT_TS, T.LongType(), True)])
@@ -60,7 +62,7 @@ def open_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: l
         JobError: the guard's columns are not the table's key columns (the key changed since
             it was made), naming both.
     """
-    want = _schema(columns, keys)
+    want = guard_columns(columns, keys)
     guard = guard_path(path)
     if path_exists(spark, guard, empty_is_absent=True):
         have = DeltaTable.forPath(spark, guard).toDF().schema
@@ -81,7 +83,7 @@ def _guard(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.format("delta").load(guard_path(path))
 
 
-def _keyed(rows: DataFrame, other: DataFrame, *, keys: list[str], prefix: str) -> DataFrame:
+def keyed(rows: DataFrame, other: DataFrame, *, keys: list[str], prefix: str) -> DataFrame:
     """`rows` left-joined with `other` on the key columns (null-safe); `other`'s columns
     renamed with `prefix`, its key columns dropped."""
     renamed = other.select(*[F.col(c).alias(prefix + c) for c in other.columns])
@@ -92,8 +94,29 @@ def _keyed(rows: DataFrame, other: DataFrame, *, keys: list[str], prefix: str) -
 def with_tombstones(spark: SparkSession, path: str, *, winners: DataFrame, keys: list[str]
                     ) -> DataFrame:
     """`winners` with `TOMBSTONE`: the commit ts of its key's tombstone, null when none."""
-    tombs = _keyed(winners, _guard(spark, path), keys=keys, prefix="_tomb_")
+    return tombstones_joined(winners, _guard(spark, path), keys=keys)
+
+
+def tombstones_joined(winners: DataFrame, guard: DataFrame, *, keys: list[str]) -> DataFrame:
+    """`winners` with `TOMBSTONE` from `guard` (a guard's rows)."""
+    tombs = keyed(winners, guard, keys=keys, prefix="_tomb_")
     return tombs.withColumnRenamed(f"_tomb_{COMMIT_TS}", TOMBSTONE)
+
+
+def removed_commits(winners: DataFrame, rows: DataFrame, *, keys: list[str]) -> DataFrame:
+    """The tombstones of the keys the batch deletes (`winners`: `in_commit_order`): each key
+    with the commit ts of what its delete removed, the highest of its row in the table (`rows`:
+    the table's key columns and commit ts, read before the batch's MERGE) and the batch's
+    `BOUND`; none for a key that had neither."""
+    deleted = winners.where(F.col(HAS_DELETE))
+    joined = keyed(deleted, rows.select(*keys, COMMIT_TS), keys=keys, prefix="_row_")
+    removed = F.greatest(F.col(f"_row_{COMMIT_TS}"), F.col(BOUND))
+    return joined.select(*keys, removed.alias(COMMIT_TS)).where(F.col(COMMIT_TS).isNotNull())
+
+
+def expired(*, retention_ms: int, now_ms: int) -> Column:
+    """Whether a tombstone's commit is older than `retention_ms` before `now_ms`."""
+    return F.shiftright(F.col(COMMIT_TS), PHYSICAL_SHIFT) < F.lit(now_ms - retention_ms)
 
 
 def record(spark: SparkSession, path: str, *, winners: DataFrame, keys: list[str],
@@ -103,11 +126,7 @@ def record(spark: SparkSession, path: str, *, winners: DataFrame, keys: list[str
     batch's MERGE) and the batch's `BOUND`; a key's tombstone keeps the highest. Skipped by
     Delta when the guard has this (app id, batch id) already. (A batch that deletes nothing
     writes nothing here: its re-run decides the same.)"""
-    deleted = winners.where(F.col(HAS_DELETE))
-    rows = _keyed(deleted, DeltaTable.forPath(spark, path).toDF().select(*keys, COMMIT_TS),
-                  keys=keys, prefix="_row_")
-    removed = F.greatest(F.col(f"_row_{COMMIT_TS}"), F.col(BOUND))
-    source = rows.select(*keys, removed.alias(COMMIT_TS)).where(F.col(COMMIT_TS).isNotNull())
+    source = removed_commits(winners, DeltaTable.forPath(spark, path).toDF(), keys=keys)
     on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
     with idempotent(spark, app_id=app_id, batch_id=batch_id):
         (DeltaTable.forPath(spark, guard_path(path)).alias("t").merge(source.alias("s"), on)
@@ -119,6 +138,5 @@ def record(spark: SparkSession, path: str, *, winners: DataFrame, keys: list[str
 def expire(spark: SparkSession, path: str, *, retention_ms: int, now_ms: int) -> None:
     """Remove the tombstones whose commit is older than `retention_ms` before `now_ms` (a
     replay cannot reach back that far; docs/streaming.md, "Commit order")."""
-    cutoff = now_ms - retention_ms
     DeltaTable.forPath(spark, guard_path(path)).delete(
-        F.shiftright(F.col(COMMIT_TS), PHYSICAL_SHIFT) < F.lit(cutoff))
+        expired(retention_ms=retention_ms, now_ms=now_ms))

@@ -12,18 +12,24 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 from pyspark.sql import SparkSession
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.table import Table
 
 from deploy.spark.local_cluster import SparkCluster
 from spark_jobs.errors import JobError
 from spark_jobs.settings import object_store
 from tests.spark.test_bulk_read import register, service  # noqa: F401  (fixture)
 from tests.spark.test_cluster import SUBMIT_SH, assert_ran_on_executors, new_applications
-from tests.spark.test_stream import ITEMS_V1, change, create_topic, send
+from tests.spark.test_stream import ITEMS_V1, ITEMS_V2, change, create_topic, send
 from tests.spark.test_stream_recovery import history, kill_at_random
 from tests.support.delta import read_delta
 from tests.support.harness import free_port
@@ -212,45 +218,99 @@ def test_a_session_without_hadoop_aws_says_so(spark: SparkSession) -> None:
         object_store.check_paths(spark, ["s3a://lake/t"])
 
 
-def test_an_iceberg_warehouse_on_s3a_sigkilled_and_restarted_loses_and_doubles_nothing(
-        kafka: Broker, service: httpx.Client, store: ObjectStore,  # noqa: F811
-        lake: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--format iceberg`` with the warehouse on the store (the SQLite catalog on local
-    disk), the checkpoint on s3a too; SIGKILL at a random moment, a restart; PyIceberg reads
-    the table from the store."""
+def iceberg_catalog(store: ObjectStore, sqlite: Path) -> SqlCatalog:
+    """PyIceberg's view of a SQLite catalog whose warehouse is on the store."""
     from pyiceberg.catalog.sql import SqlCatalog
 
+    return SqlCatalog("flatavro", uri=f"sqlite:///{sqlite}", **{
+        "s3.endpoint": store.endpoint, "s3.access-key-id": store.access_key,
+        "s3.secret-access-key": store.secret_key, "s3.region": "us-east-1"})
+
+
+def iceberg_rows(table: Table, *columns: str) -> list[tuple[object, ...]]:
+    """`columns` of the table's rows, sorted, decimals as strings."""
+    return sorted(tuple(str(r[c]) if isinstance(r[c], Decimal) else r[c] for c in columns)
+                  for r in table.scan().to_arrow().to_pylist())
+
+
+def test_an_iceberg_database_on_s3a_sigkilled_restarted_and_evolved_loses_and_doubles_nothing(
+        kafka: Broker, service: httpx.Client, store: ObjectStore,  # noqa: F811
+        lake: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--format iceberg`` in whole-database mode with the warehouse on the store (the SQLite
+    catalog on local disk) and the checkpoint on s3a too: a keyed and a keyless topic by
+    pattern into the tables ``{database}.{table}``; SIGKILL at a random moment, a restart; then
+    a version with a new column: the table gains it, old rows read its default. PyIceberg reads
+    the tables from the store."""
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")
-    topic = "s3a_iceberg_items"
-    create_topic(kafka, topic)
-    register(service, ITEMS_V1, topic)
+    keyed, keyless = "s3a_ice_items", "s3a_ice_log"
+    create_topic(kafka, keyed)
+    register(service, ITEMS_V1, keyed)
+    create_topic(kafka, keyless)
+    register(service, ITEMS_V1.replace(" PRIMARY KEY", "").replace("shop.items", "shop.log"),
+             keyless)
     changes, state = history(seed, 600)
-    send(kafka, service, topic, changes)
+    send(kafka, service, keyed, changes)
+    log_changes = [c for c in history(seed + 1, 200)[0] if c["op"] != "delete"]
+    send(kafka, service, keyless, log_changes)
     env = store.env()
     for name, value in env.items():  # kill_at_random's child inherits this process's
         monkeypatch.setenv(name, value)
-    catalog = tmp_path / "catalog.sqlite"
+    sqlite = tmp_path / "catalog.sqlite"
 
     def command(*extra: str) -> list[str]:
-        return [sys.executable, "-m", "spark_jobs.stream", "--topic", topic,
+        return [sys.executable, "-m", "spark_jobs.stream", "--topic-pattern", "s3a_ice_.*",
                 "--bootstrap-servers", kafka.bootstrap, "--service-url", str(service.base_url),
                 "--format", "iceberg", "--iceberg-warehouse", f"{lake}/iceberg",
-                "--iceberg-catalog-uri", f"jdbc:sqlite:{catalog}", "--table", "shop.items",
+                "--iceberg-catalog-uri", f"jdbc:sqlite:{sqlite}",
+                "--table-template", "{database}.{table}",
                 "--checkpoint", f"{lake}/checkpoints/s3a_iceberg", "--master", "local[2]",
                 "--max-offsets-per-trigger", "100", *extra]
 
+    def finish() -> str:
+        done = subprocess.run(command("--trigger", "available-now"), cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stderr
+
     assert kill_at_random(command("--trigger", "processing-time=1 seconds"),
                           random.Random(seed), tmp_path / "killed.log") == -9
-    done = subprocess.run(command("--trigger", "available-now"), cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    logs = (tmp_path / "killed.log").read_text() + finish()
+    catalog = iceberg_catalog(store, sqlite)
+    items = catalog.load_table("shop.items")
+    assert items.location().startswith(f"{lake}/iceberg/")
+    assert iceberg_rows(items, "id", "name", "price") == sorted(state.values())
+    appended = catalog.load_table("shop.log").scan().to_arrow().to_pylist()
+    assert sorted((r["id"], r["name"]) for r in appended) == sorted(
+        (c["row"]["id"], c["row"]["name"]) for c in log_changes)  # each change once
+    # A version with a new column (DEFAULT 7): the rows already there read 7, as in TiDB.
+    register(service, ITEMS_V2, keyed)
+    send(kafka, service, keyed, [change("insert", 10_000, "new", "1.00", qty=70)])
+    logs += finish()
+    assert store.secret_key not in logs
+    items = catalog.load_table("shop.items")
+    assert iceberg_rows(items, "id", "qty") == sorted(
+        [(k, 7) for k in state] + [(10_000, 70)])
+
+
+def test_bulk_read_writes_an_iceberg_table_on_s3a(
+        kafka: Broker, service: httpx.Client, store: ObjectStore,  # noqa: F811
+        lake: str, tmp_path: Path) -> None:
+    topic = "s3a_ice_bulk"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    send(kafka, service, topic, [change("insert", 1, "a", "1.00"), change("insert", 2, "b", "2.50"),
+                                 change("update", 1, "a2", "1.25"), change("delete", 2)])
+    sqlite = tmp_path / "catalog.sqlite"
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.bulk_read", "--topic", topic, "--bootstrap-servers",
+         kafka.bootstrap, "--service-url", str(service.base_url), "--format", "iceberg",
+         "--iceberg-warehouse", f"{lake}/bulk-iceberg", "--iceberg-catalog-uri",
+         f"jdbc:sqlite:{sqlite}", "--output", "shop.bulk", "--materialize", "--master",
+         "local[2]"], cwd=ROOT, env=store.env(), capture_output=True, text=True, timeout=600,
+        check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert store.secret_key not in (tmp_path / "killed.log").read_text() + done.stderr
-    table = SqlCatalog("flatavro", uri=f"sqlite:///{catalog}", **{
-        "s3.endpoint": store.endpoint, "s3.access-key-id": store.access_key,
-        "s3.secret-access-key": store.secret_key, "s3.region": "us-east-1"}).load_table(
-        "shop.items")
-    assert table.location().startswith(f"{lake}/iceberg/")
-    got = sorted((r["id"], r["name"], str(r["price"]) if r["price"] is not None else None)
-                 for r in table.scan().to_arrow().to_pylist())
-    assert got == sorted(state.values())
+    assert store.secret_key not in done.stderr
+    table = iceberg_catalog(store, sqlite).load_table("shop.bulk")
+    assert table.location().startswith(f"{lake}/bulk-iceberg/")
+    assert iceberg_rows(table, "id", "name", "price") == [(1, "a2", "1.25")]

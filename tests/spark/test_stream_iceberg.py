@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import types as T
 
 from spark_jobs.errors import JobError
 from spark_jobs.jobs import bulk_read
@@ -36,6 +37,7 @@ from spark_jobs.settings.config import (
 from spark_jobs.settings.iceberg import IcebergCatalog
 from spark_jobs.settings.tables import PathTemplate, Topics
 from spark_jobs.sinks import iceberg as sinks_iceberg
+from spark_jobs.sinks import iceberg_guard
 from spark_jobs.sinks.iceberg import APP_ID, BATCH_ID, DELETED, FILLING, use_catalog
 from tests.spark import test_stream_order as order
 from tests.spark.test_bulk_read import encode, register, service  # noqa: F401  (fixture)
@@ -50,7 +52,7 @@ from tests.spark.test_stream import (
 )
 from tests.spark.test_stream_recovery import history, kill_at_random
 from tests.support import replay
-from tests.support.iceberg import load, read_iceberg, sorted_rows
+from tests.support.iceberg import catalog, load, read_iceberg, sorted_rows
 from tests.support.parts import ROOT, Broker
 
 
@@ -349,20 +351,22 @@ def test_bulk_read_of_a_database_into_iceberg_tables_named_by_the_template(
         bulk_read.run(spark, job)
 
 
-def test_commit_order_with_soft_deletes_never_takes_a_key_back_in_time(
+@pytest.mark.parametrize("deletes", [Deletes.SOFT, Deletes.HARD])
+def test_commit_order_never_takes_a_key_back_in_time(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
-        tmp_path: Path) -> None:
-    """TiCDC's replays (tests/support/replay.py), applied in commit order with --deletes soft:
-    no snapshot of the Iceberg table shows a key older than an earlier snapshot did, and the
-    last one holds every key's last row, deleted ones flagged in ``__deleted`` (Iceberg
-    reserves ``_deleted``)."""
+        tmp_path: Path, deletes: Deletes) -> None:
+    """TiCDC's replays (tests/support/replay.py), applied in commit order: no snapshot of the
+    Iceberg table shows a key older than an earlier snapshot did. With --deletes soft the last
+    one holds every key's last row, deleted ones flagged in ``__deleted`` (Iceberg reserves
+    ``_deleted``); with hard deletes it holds the source table, the deleted keys' tombstones in
+    the guard table beside it."""
     seed = order._seed()
     source, parts = order._sent(seed)
-    topic = f"iceberg_order_{seed}"
+    topic = f"iceberg_order_{deletes.value}_{seed}"
     create_topic(kafka, topic, order.PARTITIONS)
     order._register(service, topic)
     config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.orders",
-                            deletes=Deletes.SOFT, max_offsets_per_trigger=16)
+                            deletes=deletes, max_offsets_per_trigger=16)
     for number in range(2):  # the stream catches up after each half
         for partition, changes in enumerate(parts):
             half = -(-len(changes) // 2)
@@ -374,7 +378,62 @@ def test_commit_order_with_soft_deletes_never_takes_a_key_back_in_time(
                  for s in table.snapshots()]
     order._check_never_back(snapshots, {c.ts: c for c in source}, seed=seed)
     present = replay.final_state(source)
-    expected = {k: (c.ts, c.row["name"] if c.row else None, k not in present)
-                for k, c in replay.last_rows(source).items()}
-    assert {r["id"]: (r[order.TS], r["name"], r[DELETED]) for r in snapshots[-1][1]
-            } == expected, f"seed {seed}"
+    if deletes is Deletes.SOFT:
+        expected = {k: (c.ts, c.row["name"] if c.row else None, k not in present)
+                    for k, c in replay.last_rows(source).items()}
+        assert {r["id"]: (r[order.TS], r["name"], r[DELETED]) for r in snapshots[-1][1]
+                } == expected, f"seed {seed}"
+        assert not catalog(tmp_path / "lake").table_exists(
+            iceberg_guard.guard_name("shop.orders"))  # a soft-deleted row is its tombstone
+        return
+    assert {r["id"]: r[order.TS] for r in snapshots[-1][1]} == {
+        k: c.ts for k, c in present.items()}, f"seed {seed}"
+    guard = load(tmp_path / "lake", iceberg_guard.guard_name("shop.orders"))
+    assert guard.properties[iceberg_guard.GUARD_OF] == "shop.orders"
+    # A replayed insert older than the row a delete removed in an earlier batch: the key stays
+    # deleted (without the guard it would come back; a replay of the removed row itself would
+    # come back, docs/streaming.md, 'Commit order').
+    ts = max(c.ts for c in source) + 1
+    inserted = replay.Change(ts, 99, "insert", {"id": 99, "name": "late", "qty": 1})
+    order._produce(kafka, service, topic, 0, [
+        inserted, replay.Change(ts + 1, 99, "update", {"id": 99, "name": "later", "qty": 2}),
+        replay.Change(ts + 2, 99, "delete")])
+    run(spark, config)
+    order._produce(kafka, service, topic, 1, [inserted])
+    run(spark, config)
+    assert 99 not in {r["id"] for r in read_iceberg(tmp_path / "lake", "shop.orders").to_pylist()}
+    guard = load(tmp_path / "lake", iceberg_guard.guard_name("shop.orders"))
+    tombs = {r["id"]: r[order.TS] for r in guard.scan().to_arrow().to_pylist()}
+    assert tombs[99] == ts + 1
+    # A key deleted at the end is guarded with the commit ts of the row its delete removed.
+    assert {k: tombs.get(k) for k, c in replay.last_rows(source).items() if k not in present
+            } == {k: c.ts for k, c in replay.last_rows(source).items() if k not in present
+                  }, f"seed {seed}"
+
+
+def test_an_iceberg_guards_tombstones_expire_and_its_key_is_checked(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The guard of ``--deletes hard`` in commit order, as `iceberg_guard` keeps it: made beside
+    its table, emptied of tombstones older than the retention, refused when the key changed."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    session = use_catalog(spark.newSession(), IcebergCatalog.sqlite(warehouse=str(lake)))
+    columns = T.StructType([T.StructField("id", T.IntegerType()),
+                            T.StructField("_tidb_commit_ts", T.LongType())])
+    session.sql("CREATE NAMESPACE IF NOT EXISTS flatavro.shop")
+    assert not iceberg_guard.open_guard(session, "shop.t", columns=columns, keys=["id"],
+                                        format_version=3)
+    now_ms, day = 1_764_000_000_000, 86_400_000
+    tombs = [(1, (now_ms - 8 * day) << 18), (2, (now_ms - 6 * day) << 18), (3, now_ms << 18)]
+    session.createDataFrame(tombs, "id int, _tidb_commit_ts long").writeTo(
+        "flatavro.shop.t__flatavro_guard").append()
+    assert iceberg_guard.open_guard(session, "shop.t", columns=columns, keys=["id"],
+                                    format_version=3)
+    iceberg_guard.expire(session, "shop.t", retention_ms=7 * day, now_ms=now_ms)
+    assert sorted_rows(lake, "shop.t__flatavro_guard", "id") == [(2,), (3,)]
+    other = T.StructType([T.StructField("sku", T.StringType()), *columns.fields])
+    with pytest.raises(JobError, match=r"^the commit-order guard shop.t__flatavro_guard holds "
+                                       r"columns id, _tidb_commit_ts, not the key of shop.t "
+                                       r"\(sku\) with _tidb_commit_ts: the key changed"):
+        iceberg_guard.open_guard(session, "shop.t", columns=other, keys=["sku"],
+                                 format_version=3)
