@@ -20,7 +20,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from spark_jobs.decoding.transforms import COMMIT_TS, PHYSICAL_SHIFT
-from spark_jobs.errors import JobError
 from spark_jobs.sinks import ordering
 from spark_jobs.sinks.iceberg import (
     exists,
@@ -57,14 +56,9 @@ def open_guard(spark: SparkSession, name: str, *, columns: T.StructType, keys: l
     want = ordering.guard_columns(columns, keys)
     guard = guard_name(name)
     if exists(spark, guard):
-        have = table_columns(spark, guard)
-        if [(f.name, f.dataType) for f in have.fields] != [(f.name, f.dataType)
-                                                           for f in want.fields]:
-            raise JobError(
-                f"the commit-order guard {guard} holds columns "
-                f"{', '.join(f.name for f in have.fields)}, not the key of {name} "
-                f"({', '.join(keys)}) with {COMMIT_TS}: the key changed; rebuild the table and "
-                f"drop the guard (docs/streaming.md, 'Iceberg')")
+        ordering.check_guard_columns(table_columns(spark, guard), want, guard=guard, keys=keys,
+                                     fix=f"rebuild {name} and drop its guard "
+                                         f"(docs/streaming.md, 'Iceberg')")
         return not spark.table(identifier(guard)).isEmpty()
     listed = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in want.fields)
     spark.sql(f"CREATE TABLE IF NOT EXISTS {identifier(guard)} ({listed}) USING iceberg "

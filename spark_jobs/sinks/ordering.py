@@ -33,8 +33,9 @@ from spark_jobs.errors import JobError
 from spark_jobs.sinks.delta import idempotent
 from spark_jobs.sources.files import path_exists, qualified
 
-__all__ = ["GUARD_DIR", "expire", "expired", "guard_columns", "guard_path", "keyed", "open_guard",
-           "record", "removed_commits", "tombstones_joined", "with_tombstones"]
+__all__ = ["GUARD_DIR", "check_guard_columns", "expire", "expired", "guard_columns", "guard_path",
+           "keyed", "open_guard", "record", "removed_commits", "tombstones_joined",
+           "with_tombstones"]
 
 GUARD_DIR = "_flatavro_guard"
 """The guard's directory inside the table's."""
@@ -65,18 +66,29 @@ def open_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: l
     want = guard_columns(columns, keys)
     guard = guard_path(path)
     if path_exists(spark, guard, empty_is_absent=True):
-        have = DeltaTable.forPath(spark, guard).toDF().schema
-        if [(f.name, f.dataType) for f in have.fields] != [(f.name, f.dataType)
-                                                           for f in want.fields]:
-            raise JobError(
-                f"the commit-order guard at {guard} holds columns "
-                f"{', '.join(f.name for f in have.fields)}, not the table's key "
-                f"{', '.join(keys)} with {COMMIT_TS}: the key changed; move the "
-                f"table aside and rebuild it (docs/streaming.md, 'Commit order')")
+        check_guard_columns(DeltaTable.forPath(spark, guard).toDF().schema, want,
+                            guard=f"at {guard}", keys=keys,
+                            fix="move the table aside and rebuild it (docs/streaming.md, "
+                                "'Commit order')")
         return not DeltaTable.forPath(spark, guard).toDF().isEmpty()
     DeltaTable.createIfNotExists(spark).location(qualified(spark, guard)).addColumns(
         want).execute()
     return False
+
+
+def check_guard_columns(have: T.StructType, want: T.StructType, *, guard: str, keys: list[str],
+                        fix: str) -> None:
+    """Refuse a guard whose columns (`have`) are not `want` (`guard_columns`).
+
+    Raises:
+        JobError: naming the guard (`guard`), both sets of columns and the `fix`.
+    """
+    if [(f.name, f.dataType) for f in have.fields] != [(f.name, f.dataType)
+                                                       for f in want.fields]:
+        raise JobError(
+            f"the commit-order guard {guard} holds columns "
+            f"{', '.join(f.name for f in have.fields)}, not the table's key "
+            f"{', '.join(keys)} with {COMMIT_TS}: the key changed; {fix}")
 
 
 def _guard(spark: SparkSession, path: str) -> DataFrame:

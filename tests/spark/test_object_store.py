@@ -56,17 +56,20 @@ def refused_topic(kafka: Broker) -> str:
 
 
 def bulk_read(kafka: Broker, service: httpx.Client, topic: str,  # noqa: F811
-              *, output: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+              *, output: str, env: dict[str, str], fmt: tuple[str, ...] = ("--format", "delta")
+              ) -> subprocess.CompletedProcess[str]:
+    """``spark_jobs.bulk_read`` of `topic` into `output` materialized (`fmt`: the format's
+    options)."""
     return subprocess.run(
         [sys.executable, "-m", "spark_jobs.bulk_read",
-         *bulk_read_args(kafka, service, topic, output), "--master", "local[2]"],
+         *bulk_read_args(kafka, service, topic, output, fmt=fmt), "--master", "local[2]"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
 def bulk_read_args(kafka: Broker, service: httpx.Client, topic: str,  # noqa: F811
-                   output: str) -> list[str]:
+                   output: str, *, fmt: tuple[str, ...] = ("--format", "delta")) -> list[str]:
     return ["--topic", topic, "--bootstrap-servers", kafka.bootstrap, "--service-url",
-            str(service.base_url), "--output", output, "--format", "delta", "--materialize"]
+            str(service.base_url), "--output", output, *fmt, "--materialize"]
 
 
 def by_delta_rs(store: ObjectStore, path: str) -> list[tuple[object, ...]]:
@@ -302,13 +305,9 @@ def test_bulk_read_writes_an_iceberg_table_on_s3a(
     send(kafka, service, topic, [change("insert", 1, "a", "1.00"), change("insert", 2, "b", "2.50"),
                                  change("update", 1, "a2", "1.25"), change("delete", 2)])
     sqlite = tmp_path / "catalog.sqlite"
-    done = subprocess.run(
-        [sys.executable, "-m", "spark_jobs.bulk_read", "--topic", topic, "--bootstrap-servers",
-         kafka.bootstrap, "--service-url", str(service.base_url), "--format", "iceberg",
-         "--iceberg-warehouse", f"{lake}/bulk-iceberg", "--iceberg-catalog-uri",
-         f"jdbc:sqlite:{sqlite}", "--output", "shop.bulk", "--materialize", "--master",
-         "local[2]"], cwd=ROOT, env=store.env(), capture_output=True, text=True, timeout=600,
-        check=False)
+    done = bulk_read(kafka, service, topic, output="shop.bulk", env=store.env(), fmt=(
+        "--format", "iceberg", "--iceberg-warehouse", f"{lake}/bulk-iceberg",
+        "--iceberg-catalog-uri", f"jdbc:sqlite:{sqlite}"))
     assert done.returncode == 0, done.stderr[-3000:]
     assert store.secret_key not in done.stderr
     table = iceberg_catalog(store, sqlite).load_table("shop.bulk")
