@@ -59,7 +59,8 @@ test: check-test $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS) browser
 	$(BIN)/ruff check service spark_jobs tests bench deploy
 	$(BIN)/mypy
 	$(BIN)/python -m deploy.spark.jvm_archive
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+		-p tests.support.file_times
 
 # Broker + service + Canal-JSON -> flat-avro -> Kafka -> schema change -> Spark -> the table.
 demo: check-demo $(EXTRAS) $(JARS)

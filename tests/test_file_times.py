@@ -25,6 +25,10 @@ def test_each_file_is_timed_on_the_worker_that_ran_it(pytester: pytest.Pytester,
                                            "-n", "2", "--dist", "loadfile")
     result.assert_outcomes(passed=3)
     text = report(pytester.path / ".pytest_file_times")
+    # The run ends with the report (what `make test` prints in CI).
+    printed = result.stdout.str()
+    assert "wall time per test file and worker" in printed
+    assert text in printed, printed[-2000:]
     workers = [line for line in text.splitlines() if line.startswith("gw")]
     assert len(workers) == 2 and all("1 files" in line for line in workers), text
     (slow,) = [line for line in text.splitlines() if line.endswith("test_slow.py")]

@@ -1,6 +1,7 @@
 """Where a `make test` run's time goes: each test file's wall time on each pytest-xdist worker.
 
-Record with the plugin, then print the report (longest files per worker, with when each ran)::
+Record with the plugin, then print the report (longest files per worker, with when each ran;
+the plugin prints it at the end of the run too, and `make test` records every run)::
 
     .venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder \\
         -p tests.support.file_times
@@ -48,6 +49,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Generator[None,
     _out.write(json.dumps({"id": item.nodeid, "worker": worker, "start": started,
                            "end": time.time()}) + "\n")
     _out.flush()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
+                            ) -> None:
+    """The controller (or the only process) ends the run with the report."""
+    if not hasattr(config, "workerinput"):
+        terminalreporter.write_sep("=", "wall time per test file and worker "
+                                        "(tests/support/file_times.py)")
+        terminalreporter.write_line(report(top=15))
 
 
 def report(folder: Path = FOLDER, *, top: int = 25) -> str:
