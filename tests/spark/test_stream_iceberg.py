@@ -354,7 +354,7 @@ def test_bulk_read_of_a_database_into_iceberg_tables_named_by_the_template(
 @pytest.mark.parametrize("deletes", [Deletes.SOFT, Deletes.HARD])
 def test_commit_order_never_takes_a_key_back_in_time(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
-        tmp_path: Path, deletes: Deletes) -> None:
+        tmp_path: Path, deletes: Deletes, capsys: pytest.CaptureFixture[str]) -> None:
     """TiCDC's replays (tests/support/replay.py), applied in commit order: no snapshot of the
     Iceberg table shows a key older than an earlier snapshot did. With --deletes soft the last
     one holds every key's last row, deleted ones flagged in ``__deleted`` (Iceberg reserves
@@ -388,6 +388,8 @@ def test_commit_order_never_takes_a_key_back_in_time(
         return
     assert {r["id"]: r[order.TS] for r in snapshots[-1][1]} == {
         k: c.ts for k, c in present.items()}, f"seed {seed}"
+    assert ("table flatavro.shop.orders: tombstones of hard deletes in "
+            "flatavro.shop.orders__flatavro_guard") in capsys.readouterr().err
     guard = load(tmp_path / "lake", iceberg_guard.guard_name("shop.orders"))
     assert guard.properties[iceberg_guard.GUARD_OF] == "shop.orders"
     # A replayed insert older than the row a delete removed in an earlier batch: the key stays
