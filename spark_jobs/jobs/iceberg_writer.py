@@ -89,10 +89,10 @@ class IcebergWriter(TableWriter):
         self.columns = iceberg.table_columns(session, place.path)
         self.last = iceberg.last_batch(session, place.path, app_id=app_id)
         self.version = -1
-        self.written: int | None = None
+        self.cadence = upkeep.Cadence.of(place.name, every=config.optimize_every,
+                                         many=config.many)
         self.tombstones = False  # whether the guard may hold any (none: no join with it)
         self.guard_last: int | None = None  # the guard's highest batch id (`last` for it)
-        self.shift = 0
         metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
 
     @property
@@ -135,10 +135,9 @@ class IcebergWriter(TableWriter):
         return self.ordered and self.config.deletes is Deletes.HARD
 
     def upkeep(self, batch_id: int) -> None:
-        """Compact after every N-th batch the table was written in (``--optimize-every``)."""
-        written = batch_id if self.written is None else self.written
-        self.written = written + 1
-        if not upkeep.optimize_due(written, every=self.config.optimize_every):
+        """Compact after every N-th batch the table was written in (``--optimize-every``, on
+        the table's own `upkeep.Cadence`)."""
+        if not self.cadence.due(batch_id):
             return
         started = time.monotonic()
         if self.guarded:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,14 +185,9 @@ class TableWriter:
         self.metrics = metrics
         self.columns = DeltaTable.forPath(session, place.path).toDF().schema
         self.version = self._latest_version()
-        # Counts the batches the table is written in, for its OPTIMIZE cadence: from the id of
-        # the first batch this process writes, so a table written in every batch compacts after
-        # the same batches across restarts; many tables are shifted by a number from their
-        # name, so that their OPTIMIZEs do not all fall on one micro-batch.
-        self.written: int | None = None
+        self.cadence = upkeep.Cadence.of(place.name, every=config.optimize_every,
+                                         many=config.many)
         self.tombstones = False  # whether the guard may hold any (none: no join with it)
-        every = config.optimize_every
-        self.shift = zlib.crc32(place.name.encode()) % every if config.many and every else 0
         metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
 
     @property
@@ -263,9 +257,7 @@ class TableWriter:
         a table written in every batch: after batches N-1, 2N-1, ...), logged. A crash before
         the batch commits re-runs it, OPTIMIZE included, which is harmless: a compacted table
         has little or nothing left to compact."""
-        written = batch_id + self.shift if self.written is None else self.written
-        self.written = written + 1
-        if not upkeep.optimize_due(written, every=self.config.optimize_every):
+        if not self.cadence.due(batch_id):
             return
         started = time.monotonic()
         if self.ordered and self.config.deletes is Deletes.HARD:

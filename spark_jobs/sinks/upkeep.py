@@ -7,6 +7,7 @@ count bounded and purges deletion vectors. Log checkpoints are Delta's own (a ch
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
@@ -15,7 +16,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.errors import JobError
 from spark_jobs.sources.files import qualified
 
-__all__ = ["DELETION_VECTORS_PROPERTY", "DELETION_VECTORS_FEATURE", "DeletionVectors",
+__all__ = ["Cadence", "DELETION_VECTORS_PROPERTY", "DELETION_VECTORS_FEATURE", "DeletionVectors",
            "for_new_table", "deletion_vectors", "check_readers", "settle_deletion_vectors",
            "Compaction", "optimize_due", "optimize"]
 
@@ -104,6 +105,30 @@ class Compaction:
         if not self.removed:
             return "nothing to compact"
         return f"{self.removed} file(s) compacted into {self.added}"
+
+
+@dataclass(slots=True)
+class Cadence:
+    """When one table of a stream is compacted (``--optimize-every``): it counts the batches the
+    table is written in from the id of the first batch this process writes, so a table written
+    in every batch compacts after the same batches across restarts. In whole-database mode each
+    table is shifted by a number from its name, so that their compactions do not all fall on
+    one micro-batch. The same for Delta's OPTIMIZE and Iceberg's rewrites."""
+
+    every: int
+    shift: int = 0
+    written: int | None = None  # the count the next batch gets (None: no batch written yet)
+
+    @classmethod
+    def of(cls, name: str, *, every: int, many: bool) -> Cadence:
+        """The cadence of table `name` (`many`: whole-database mode)."""
+        return cls(every, zlib.crc32(name.encode()) % every if many and every else 0)
+
+    def due(self, batch_id: int) -> bool:
+        """Count micro-batch `batch_id` as written; whether the table is compacted after it."""
+        written = batch_id + self.shift if self.written is None else self.written
+        self.written = written + 1
+        return optimize_due(written, every=self.every)
 
 
 def optimize_due(batch_id: int, *, every: int) -> bool:

@@ -15,7 +15,7 @@ from spark_jobs.settings.config import (
     Deletes,
     parse_stream_args,
 )
-from spark_jobs.sinks.upkeep import Compaction, for_new_table, optimize_due
+from spark_jobs.sinks.upkeep import Cadence, Compaction, for_new_table, optimize_due
 
 ARGV = ["--topic", "t", "--bootstrap-servers", "b:9092", "--registry-url", "http://r",
         "--table-path", "p", "--checkpoint", "c"]
@@ -72,6 +72,26 @@ def test_optimize_follows_every_nth_batch_and_never_with_0() -> None:
     assert [b for b in range(10) if optimize_due(b, every=3)] == [2, 5, 8]
     assert [b for b in range(3) if optimize_due(b, every=1)] == [0, 1, 2]
     assert not any(optimize_due(b, every=0) for b in range(1000))
+
+
+def due(cadence: Cadence, batches: range) -> list[int]:
+    return [b for b in batches if cadence.due(b)]
+
+
+def test_each_table_of_a_database_compacts_every_nth_batch_on_batches_of_its_own() -> None:
+    # One table: after batches N-1, 2N-1, ..., and the same batches after a restart at batch 5.
+    assert due(Cadence.of("shop.items", every=4, many=False), range(12)) == [3, 7, 11]
+    assert due(Cadence.of("shop.items", every=4, many=False), range(5, 12)) == [7, 11]
+    # Twenty tables in one stream (Delta's and Iceberg's writers alike): each still every 4th
+    # batch it is written in, but not all on the same micro-batches.
+    every = {name: due(Cadence.of(name, every=4, many=True), range(12))
+             for name in (f"shop.t{n:02}" for n in range(20))}
+    assert all(len(b) == 3 and b[1] - b[0] == b[2] - b[1] == 4 for b in every.values())
+    assert len({b[0] for b in every.values()}) > 1
+    # A table written in some batches only counts those.
+    sparse = Cadence.of("shop.items", every=2, many=False)
+    assert [b for b in (0, 5, 9, 20) if sparse.due(b)] == [5, 20]
+    assert due(Cadence.of("shop.items", every=0, many=True), range(100)) == []
 
 
 def test_a_compaction_says_what_it_did() -> None:
