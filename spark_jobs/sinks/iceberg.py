@@ -27,10 +27,10 @@ from spark_jobs.sinks.columns import Evolution, defaults, describe, difference
 from spark_jobs.sources.files import path_exists
 
 __all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "DELETED", "FILLING", "WIDENINGS", "Written",
-           "append_changes", "check_catalog", "check_table", "create_table", "drop", "evolve",
-           "exists", "finish_fill", "iceberg_types", "identifier", "in_session", "last_batch",
-           "merge_changes", "rewrite", "snapshot_summary", "table_columns", "use_catalog", "widens",
-           "write_table"]
+           "append_changes", "check_catalog", "check_table", "create_namespace", "create_table",
+           "drop", "evolve", "exists", "finish_fill", "iceberg_types", "identifier", "in_session",
+           "last_batch", "merge_changes", "rewrite", "snapshot_summary", "table_columns",
+           "use_catalog", "widens", "write_table"]
 
 APP_ID = "flatavro.app-id"
 BATCH_ID = "flatavro.batch-id"
@@ -166,12 +166,35 @@ def _properties(spark: SparkSession, name: str) -> dict[str, str]:
     return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {identifier(name)}").collect()}
 
 
+_NAMESPACES = threading.Lock()
+"""One namespace made at a time in this driver: the tables of a database are opened in parallel,
+and the JDBC catalog's ``CREATE NAMESPACE IF NOT EXISTS`` checks and inserts in two steps (two
+tables of a new namespace at once: a primary-key violation in ``iceberg_namespace_properties``)."""
+
+
+def create_namespace(spark: SparkSession, parts: list[str]) -> None:
+    """Make the namespace `parts` of the catalog unless it exists.
+
+    Raises:
+        Exception: the catalog's error, unless the namespace exists after it (another process
+            made it between the catalog's check and its insert).
+    """
+    namespace = ".".join(f"`{p}`" for p in [CATALOG, *parts])
+    with _NAMESPACES:
+        try:
+            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+        except Exception:
+            parent = ".".join(f"`{p}`" for p in [CATALOG, *parts[:-1]])
+            shown = spark.sql(f"SHOW NAMESPACES IN {parent}").collect()
+            if parts[-1] not in {str(r[0]).rsplit(".", 1)[-1].strip("`") for r in shown}:
+                raise
+
+
 def _new_table(spark: SparkSession, name: str, *, topic: str, keyed: bool,
                format_version: int) -> dict[str, str]:
     """Make the namespace of table `name` (if new); the properties a table the jobs create
     has: its format version, its topic, and merge-on-read for a keyed topic."""
-    namespace = ".".join(f"`{p}`" for p in [CATALOG, *name.split(".")[:-1]])
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    create_namespace(spark, name.split(".")[:-1])
     return {"format-version": str(format_version), TOPIC_PROPERTY: topic,
             **(_MERGE_ON_READ if keyed else {})}
 

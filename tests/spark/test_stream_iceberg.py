@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -439,3 +440,18 @@ def test_an_iceberg_guards_tombstones_expire_and_its_key_is_checked(
                                        r"with _tidb_commit_ts: the key changed; rebuild shop.t"):
         iceberg_guard.open_guard(session, "shop.t", columns=other, keys=["sku"],
                                  format_version=3)
+
+
+def test_the_tables_of_a_new_namespace_opened_at_once_make_it_once(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """The stream opens a database's tables in parallel: two threads making one new namespace
+    in the JDBC catalog at once (found on s3a: a primary-key violation in
+    iceberg_namespace_properties)."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    session = use_catalog(spark.newSession(), IcebergCatalog.sqlite(warehouse=str(lake)))
+    names = [f"db{n}" for n in range(6)]
+    with ThreadPoolExecutor(2) as pool:
+        for name in names:
+            list(pool.map(sinks_iceberg.create_namespace, [session] * 2, [[name]] * 2))
+    assert sorted(str(r[0]) for r in session.sql("SHOW NAMESPACES IN flatavro").collect()) == names
