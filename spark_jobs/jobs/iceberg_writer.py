@@ -121,13 +121,15 @@ class IcebergWriter(TableWriter):
         if self.guarded:
             assert self.schemas.key is not None
             guard = iceberg_guard.guard_name(self.place.path)
-            if not iceberg.exists(self.spark, guard):
-                log(f"table {self.path}: tombstones of hard deletes in {CATALOG}.{guard} "
-                    f"(docs/streaming.md, 'Iceberg')")
-            self.tombstones = iceberg_guard.open_guard(
+            held = iceberg_guard.open_guard(
                 self.spark, self.place.path, columns=want, keys=self.schemas.key.field_names(),
                 format_version=self.config.iceberg_format_version)
-            self.guard_last = iceberg.last_batch(self.spark, guard, app_id=self.app_id)
+            if held is None:  # made now: empty, no batch in it
+                log(f"table {self.path}: tombstones of hard deletes in {CATALOG}.{guard} "
+                    f"(docs/streaming.md, 'Iceberg')")
+            self.tombstones = bool(held)
+            self.guard_last = None if held is None else iceberg.last_batch(
+                self.spark, guard, app_id=self.app_id)
 
     @property
     def guarded(self) -> bool:

@@ -45,9 +45,9 @@ def guard_name(name: str) -> str:
 
 
 def open_guard(spark: SparkSession, name: str, *, columns: T.StructType, keys: list[str],
-               format_version: int) -> bool:
+               format_version: int) -> bool | None:
     """Create the guard of table `name` when it has none (`columns`: the table's); check an
-    existing one. Whether it holds any tombstone.
+    existing one. Whether it holds any tombstone; None when it was created now (empty).
 
     Raises:
         JobError: the guard's columns are not the table's key columns and commit ts (the key
@@ -64,7 +64,7 @@ def open_guard(spark: SparkSession, name: str, *, columns: T.StructType, keys: l
     spark.sql(f"CREATE TABLE IF NOT EXISTS {identifier(guard)} ({listed}) USING iceberg "
               f"TBLPROPERTIES ('format-version' = '{format_version}', "
               f"'{GUARD_OF}' = '{name}')")
-    return False
+    return None
 
 
 def with_tombstones(spark: SparkSession, name: str, *, winners: DataFrame, keys: list[str]
