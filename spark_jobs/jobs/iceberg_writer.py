@@ -21,6 +21,7 @@ from spark_jobs.decoding.transforms import (
     last_change_per_key,
     ordered_by_commit,
 )
+from spark_jobs.errors import JobError
 from spark_jobs.jobs.stream_metrics import StreamMetrics
 from spark_jobs.jobs.table_writer import (
     SKIPPED,
@@ -50,6 +51,9 @@ def open_iceberg_table(spark: SparkSession, config: StreamConfig, *, located: Lo
             columns match no registered version (a column of another type: named).
     """
     assert config.iceberg is not None
+    if config.history:
+        raise JobError("--history is for --format delta: the stream does not keep an Iceberg "
+                       "table's history (yet)")
     schemas, place = located.schemas, located.labelled(label)
     app_id = table_app_id(config, app_id=app_id, topic=place.topic)
     session = iceberg.use_catalog(spark.newSession(), config.iceberg)

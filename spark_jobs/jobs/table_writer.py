@@ -36,7 +36,7 @@ from spark_jobs.decoding.transforms import (
 from spark_jobs.errors import JobError
 from spark_jobs.jobs.stream_metrics import StreamMetrics
 from spark_jobs.settings.config import Deletes, Mode, StreamConfig
-from spark_jobs.sinks import delta, ordering, upkeep
+from spark_jobs.sinks import delta, history, ordering, upkeep
 from spark_jobs.sinks.columns import plan_evolution, table_schema, version_schemas
 from spark_jobs.sources import kafka_check
 
@@ -78,7 +78,10 @@ def _place(config: StreamConfig, *, topic: str, schemas: TopicVersions) -> Place
 def columns_for(config: StreamConfig, schemas: TopicVersions, *, columns: T.StructType,
                 deleted: str = DELETED) -> T.StructType:
     """The table's columns for `columns` (a version's): with the flag `deleted` (Delta's
-    `DELETED`) in a keyed table under ``--deletes soft``."""
+    `DELETED`) in a keyed table under ``--deletes soft``, with `history.HISTORY_COLUMNS` under
+    ``--history``."""
+    if config.history and schemas.key is not None:
+        return history.with_history(columns)
     if config.deletes is Deletes.SOFT and schemas.key is not None:
         return delta.with_deleted(columns, name=deleted)
     return columns
@@ -160,6 +163,10 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
         if config.change_data_feed and delta.enable_change_data_feed(session, place.path):
             log(f"table {place.path}: Change Data Feed turned on (--change-data-feed); the "
                 f"feed starts at this version")
+    if keyed and config.history and not ordered_by_commit(schemas):
+        raise JobError(f"table {place.path}: --history orders each key's versions by "
+                       f"{COMMIT_TS}, which {schemas.value.subject} lacks (TiCDC's "
+                       f"enable-tidb-extension=true)")
     if keyed and config.commit_order and not ordered_by_commit(schemas):
         log(f"table {place.path}: {schemas.value.subject} has no {COMMIT_TS}: Kafka order, so "
             f"changes TiCDC sends again after a restart can take it back in time (TiCDC's "
@@ -211,6 +218,12 @@ class TableWriter:
         and ``--order`` is not ``offset``)."""
         return self.config.commit_order and ordered_by_commit(self.schemas)
 
+    @property
+    def guarded(self) -> bool:
+        """Whether hard deletes leave tombstones in the guard (commit order without
+        ``--history``, whose table keeps its deleted versions)."""
+        return self.ordered and not self.config.history
+
     def sync_table(self) -> None:
         """Evolve the table to the latest value version's columns, if they differ; give it its
         commit-order guard when the value carries the commit ts."""
@@ -224,7 +237,7 @@ class TableWriter:
                 f"schema id {self.schemas.value.latest_id} ({evolution})")
             self.metrics.table(self.topic, self.name, schema_id=self.schemas.value.latest_id)
         self.columns = want
-        if self.ordered:
+        if self.guarded:
             assert self.schemas.key is not None
             self.tombstones = ordering.open_guard(self.spark, self.path, columns=want,
                                                   keys=self.schemas.key.field_names())
@@ -260,7 +273,7 @@ class TableWriter:
         if not self.cadence.due(batch_id):
             return
         started = time.monotonic()
-        if self.ordered and self.config.deletes is Deletes.HARD:
+        if self.guarded and self.config.deletes is Deletes.HARD:
             ordering.expire(self.spark, self.path,
                             retention_ms=self.config.tombstone_retention_ms,
                             now_ms=int(time.time() * 1000))
@@ -290,7 +303,11 @@ class TableWriter:
                                  batch_id=batch_id)
             return self._appended()
         keys = self.schemas.key.field_names()
-        if not self.ordered:
+        if self.config.history:
+            merged = delta.merge_history(self.spark, self.path, changes=changes, key_columns=keys,
+                                         columns=columns, app_id=self.app_id,
+                                         batch_id=batch_id)
+        elif not self.ordered:
             merged = delta.merge_changes(self.spark, self.path,
                                          changes=last_change_per_key(changes, keys),
                                          key_columns=keys, columns=columns,

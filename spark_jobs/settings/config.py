@@ -378,6 +378,7 @@ class StreamConfig:
     deletes: Deletes = Deletes.HARD
     commit_order: bool = True  # --order commit (default) | offset
     change_data_feed: bool = False  # --change-data-feed: Delta's CDF on the tables
+    history: bool = False  # --history: keyed tables keep every version (SCD type 2)
     tombstone_retention_ms: int = DEFAULT_TOMBSTONE_RETENTION_MS
     table_format: TableFormat = TableFormat.DELTA
     iceberg: IcebergCatalog | None = None  # --format iceberg: the catalog
@@ -476,6 +477,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     _check_schema_source(parser, args)
     mode = _mode(parser, args)
     topics, templates = _many(parser, args)
+    _check_history(parser, args)
     return StreamConfig(
         topic=args.topic or "", bootstrap_servers=args.bootstrap_servers,
         table_path=args.table_path or "", checkpoint=args.checkpoint,
@@ -490,7 +492,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
         table_template=templates[0], dead_letter_template=templates[1],
         parallel_tables=args.parallel_tables, deletes=Deletes(args.deletes),
         change_data_feed=args.change_data_feed, commit_order=args.order == "commit",
-        tombstone_retention_ms=args.tombstone_retention,
+        history=args.history, tombstone_retention_ms=args.tombstone_retention,
         table_format=TableFormat(args.format), iceberg=_iceberg(parser, args, mode=mode),
         iceberg_format_version=args.iceberg_format_version or DEFAULT_ICEBERG_FORMAT_VERSION)
 
@@ -598,6 +600,21 @@ def _add_topics(parser: argparse.ArgumentParser, *, one: str, many: str) -> None
                              f"subscribePattern, e.g. 'tidb_shop_.*'), {many}")
 
 
+def _check_history(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--history`` goes with commit order, a DELETE ending a version and Delta (one line for
+    a wrong mix)."""
+    if not args.history:
+        return
+    if args.order != "commit":
+        parser.error("--history orders versions by TiDB's commit ts: drop --order offset")
+    if args.deletes != Deletes.HARD.value:
+        parser.error("--history keeps deleted rows already (a DELETE ends the key's version, "
+                     "_deleted true): drop --deletes soft")
+    if args.format != TableFormat.DELTA.value:
+        parser.error("--history is for --format delta: the stream does not keep an Iceberg "
+                     "table's history (yet)")
+
+
 def _many(parser: argparse.ArgumentParser, args: argparse.Namespace
           ) -> tuple[Topics | None, tuple[PathTemplate | None, PathTemplate | None]]:
     """The topics and the table and dead-letter templates of whole-database mode."""
@@ -671,6 +688,12 @@ def _add_ordering(parser: argparse.ArgumentParser) -> None:
         "--change-data-feed", action="store_true",
         help="turn on Delta's Change Data Feed (delta.enableChangeDataFeed) on the tables, so "
              "jobs downstream read each applied change once (readChangeFeed)")
+    parser.add_argument(
+        "--history", action="store_true",
+        help="keep every version of each key (SCD type 2), ordered by TiDB's commit ts, with "
+             "_valid_from_ts, _valid_to_ts, _is_current and _deleted (the version ended with a "
+             "DELETE); a keyed topic needs _tidb_commit_ts (TiCDC's enable-tidb-extension). "
+             "Delta only, with --order commit and --deletes hard")
     parser.add_argument(
         "--tombstone-retention", type=_duration, default=DEFAULT_TOMBSTONE_RETENTION_MS,
         metavar="DURATION",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
@@ -20,12 +21,12 @@ from pyspark.sql import types as T
 from spark_jobs.decoding.schemas import SubjectVersions
 from spark_jobs.decoding.transforms import DELETED
 from spark_jobs.errors import JobError, not_a_dead_letter_table, not_a_delta_table
-from spark_jobs.sinks import merge
+from spark_jobs.sinks import history, merge
 from spark_jobs.sinks.columns import Evolution, defaults, describe, difference
 from spark_jobs.sinks.upkeep import DELETION_VECTORS_PROPERTY
 from spark_jobs.sources.files import path_exists, qualified
 
-__all__ = ["check_table", "create_table", "evolve", "merge_changes", "append_changes",
+__all__ = ["check_table", "create_table", "evolve", "merge_changes", "merge_history", "append_changes",
            "TOPIC_PROPERTY", "check_dead_letter_table", "idempotent", "with_deleted",
            "CHANGE_DATA_FEED_PROPERTY", "enable_change_data_feed", "committed_version"]
 
@@ -58,14 +59,25 @@ def check_table(spark: SparkSession, path: str, *, topic: str,
         raise JobError(f"the Delta table at {path} mirrors topic {owner}, not {topic}")
     have = table.toDF().schema
     if not any(describe(have) == describe(v) for v in versions.values()):
-        if (DELETED in describe(have)) != (DELETED in describe(latest)):
-            made, asked = ("soft", "hard") if DELETED in describe(have) else ("hard", "soft")
-            raise JobError(f"the Delta table at {path} was made with --deletes {made} (its "
-                           f"columns {'have' if made == 'soft' else 'lack'} {DELETED}), not "
-                           f"--deletes {asked}: keep its mode, or rebuild it into a new path")
+        made, asked = _made_with(have), _made_with(latest)
+        if made != asked:
+            raise JobError(f"the Delta table at {path} was made with {made}, not "
+                           f"{asked.split(' (')[0]}: keep its mode, or rebuild it into a new "
+                           f"path")
         raise JobError(f"the Delta table at {path} is not a table of topic {topic}: it "
                        f"{difference(have, latest)} (compared with the latest version)")
     return True
+
+
+def _made_with(columns: T.StructType) -> str:
+    """Which of ``--deletes hard``, ``--deletes soft`` and ``--history`` made a keyed table
+    with `columns`, and the columns that tell."""
+    names = describe(columns)
+    if history.VALID_FROM in names:
+        return f"--history (its columns have {history.VALID_FROM})"
+    if DELETED in names:
+        return f"--deletes soft (its columns have {DELETED})"
+    return f"--deletes hard (its columns lack {DELETED})"
 
 
 CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
@@ -164,6 +176,26 @@ def merge_changes(spark: SparkSession, path: str, *, changes: DataFrame,
         builder = DeltaTable.forPath(spark, path).alias("t").merge(changes.alias("s"), on)
         counts = merge.clauses(builder, assigned, ordered=ordered,
                                soft=soft).execute().collect()
+    return _counts(counts)
+
+
+def merge_history(spark: SparkSession, path: str, *, changes: DataFrame, key_columns: list[str],
+                  columns: list[str], app_id: str, batch_id: int) -> dict[str, int] | None:
+    """MERGE a batch into a ``--history`` table (`history.changed_versions`): new versions
+    inserted, the spans that changed updated; skipped by Delta like `merge_changes`."""
+    table = DeltaTable.forPath(spark, path)
+    values = [c for c in columns if c not in history.HISTORY_COLUMNS]
+    source = history.changed_versions(changes, table.toDF(), keys=key_columns, values=values)
+    on = " AND ".join([f"t.`{k}` <=> s.`{k}`" for k in key_columns]
+                      + [f"t.`{history.VALID_FROM}` = s.`{history.VALID_FROM}`"])
+    with idempotent(spark, app_id=app_id, batch_id=batch_id):
+        counts = history.history_clauses(table.alias("t").merge(source.alias("s"), on),
+                                         columns).execute().collect()
+    return _counts(counts)
+
+
+def _counts(counts: list[Any]) -> dict[str, int] | None:
+    """A MERGE's counts (None: Delta skipped it)."""
     if not counts:
         return None
     row = counts[0]

@@ -27,6 +27,7 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import SparkSession
 
+from service.core.values import PHYSICAL_SHIFT
 from spark_jobs.errors import JobError
 from spark_jobs.jobs.stream import run
 from spark_jobs.settings.config import Deletes, StreamConfig, Trigger
@@ -60,8 +61,12 @@ def _produce(broker: Broker, http: httpx.Client, topic: str, partition: int,
     if not changes:
         return
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
-    for key, value in encode(http, topic, [c.record() for c in changes]):
-        producer.produce(topic, key=key, value=value, partition=partition)
+    for change, (key, value) in zip(changes, encode(http, topic, [c.record() for c in changes]),
+                                    strict=True):
+        # Sent at its commit's physical time (TiCDC sends soon after; --history ends a deleted
+        # version at its delete's Kafka timestamp).
+        producer.produce(topic, key=key, value=value, partition=partition,
+                         timestamp=change.ts >> PHYSICAL_SHIFT)
     assert producer.flush(30) == 0
 
 
@@ -157,6 +162,22 @@ def test_replays_never_take_a_key_back_in_time(
     with pytest.raises(JobError, match=r"was made with --deletes soft \(its columns have "
                                        r"_deleted\), not --deletes hard"):
         run(spark, replace(soft, deletes=Deletes.HARD))
+
+    # The same messages with --history: every version of the source, placed by its commit ts
+    # and ended by the next or by its delete; the current rows never go back in time.
+    scd = _stream(tmp_path, kafka, service, topic, "history", history=True)
+    run(spark, scd)
+    history = _versions(scd.table_path)
+    _check_never_back([(v, [r for r in rows if r["_is_current"]]) for v, rows in history],
+                      by_ts, seed=seed)
+    got = {(r["id"], r["name"], r["_valid_from_ts"], r["_valid_to_ts"], r["_is_current"],
+            r["_deleted"]) for r in history[-1][1]}
+    assert all(r[TS] == r["_valid_from_ts"] for r in history[-1][1])
+    want = replay.scd2(source)
+    assert got == want, f"seed {seed}: {sorted(got - want)} / {sorted(want - got)}"
+    with pytest.raises(JobError, match=r"was made with --history \(its columns have "
+                                       r"_valid_from_ts\), not --deletes hard"):
+        run(spark, replace(scd, history=False))
 
 
 def _check_change_feed(path: str, versions: list[tuple[int, list[dict[str, Any]]]], *,

@@ -68,6 +68,29 @@ def last_rows(changes: list[Change]) -> dict[int, Change]:
     return {c.key: c for c in changes if c.op != "delete"}
 
 
+def scd2(changes: list[Change]) -> set[tuple[Any, ...]]:
+    """The source's history as ``--history`` keeps it, when each message's Kafka timestamp is
+    its commit's physical time: each upsert a version (key, name, from, to, current, ended),
+    ended by the key's next upsert or by a delete at the delete's physical time (logical 0)."""
+    versions: list[list[Any]] = []
+    open_version: dict[int, list[Any]] = {}
+    for change in changes:
+        last = open_version.pop(change.key, None)
+        if change.op == "delete":
+            assert last is not None
+            last[3], last[5] = max(last[2], (change.ts >> PHYSICAL_SHIFT) << PHYSICAL_SHIFT), True
+            continue
+        assert change.row is not None
+        if last is not None:
+            last[3] = change.ts
+        open_version[change.key] = [change.key, change.row["name"], change.ts, None, False,
+                                    False]
+        versions.append(open_version[change.key])
+    for version in open_version.values():
+        version[4] = True
+    return {tuple(v) for v in versions}
+
+
 def sends(changes: list[Change], rng: random.Random, *, restarts: int) -> list[Change]:
     """What TiCDC sends: the history up to a random point, then after a restart everything
     after a checkpoint some changes earlier, again, `restarts` times."""

@@ -1,0 +1,129 @@
+"""A keyed table's history, SCD type 2 (``--history``; docs/streaming.md, "History"): every
+version of every key, ordered by TiDB's commit ts, with the span it was the key's row.
+
+The table's columns are the value's and four more:
+
+- `VALID_FROM`: the version's commit ts (its ``_tidb_commit_ts``);
+- `VALID_TO`: the commit ts of the key's next version, or when a DELETE ended the version,
+  the delete's time (null: the version is still the key's row);
+- `CURRENT`: whether the version is the key's row now;
+- `ENDED` (``_deleted``): whether a DELETE ended the version.
+
+TiCDC's avro delete is a key with no value, so it carries no commit ts. What is known: within
+its partition a key's changes arrive in commit order, and after a restart TiCDC sends a whole
+suffix of them again. So a delete ends the version that arrived last before it: the batch's
+upsert before it, else the key's newest version in the table. Its time is the message's Kafka
+timestamp (when TiCDC sent it: at or after the commit) as a TSO, no earlier than the version it
+ends and no later than the key's next version. A version sent again after a delete that ended
+it was not ended by that delete (the delete came before it, in a replay): it is open again
+until a later delete ends it. Every version is placed by its commit ts, not by when it
+arrived, so a change that arrives late splits the span it falls in.
+
+Each batch computes the touched keys' versions again from the table's and the batch's, and
+MERGEs the versions that are new or whose span changed, by key and `VALID_FROM`: idempotent,
+and once per (app id, batch id) like every write of the stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from spark_jobs.decoding.transforms import COMMIT_TS, DELETED, PHYSICAL_SHIFT
+
+__all__ = ["CURRENT", "ENDED", "HISTORY_COLUMNS", "VALID_FROM", "VALID_TO", "changed_versions",
+           "history_clauses", "with_history"]
+
+VALID_FROM = "_valid_from_ts"
+VALID_TO = "_valid_to_ts"
+CURRENT = "_is_current"
+ENDED = DELETED
+HISTORY_COLUMNS = (VALID_FROM, VALID_TO, CURRENT, ENDED)
+
+
+def with_history(schema: T.StructType) -> T.StructType:
+    """A ``--history`` table's columns: `schema`'s and `HISTORY_COLUMNS`."""
+    return T.StructType([*schema.fields,
+                         T.StructField(VALID_FROM, T.LongType(), True),
+                         T.StructField(VALID_TO, T.LongType(), True),
+                         T.StructField(CURRENT, T.BooleanType(), True),
+                         T.StructField(ENDED, T.BooleanType(), True)])
+
+
+def _on(left: DataFrame, right: DataFrame, names: list[str]) -> Column:
+    condition = None
+    for name in names:
+        equal = left[name].eqNullSafe(right[name])
+        condition = equal if condition is None else condition & equal
+    assert condition is not None
+    return condition
+
+
+def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
+                     values: list[str]) -> DataFrame:
+    """The versions of the keys `changes` touch that are new or whose span changed, with the
+    table's columns (`values`, then `HISTORY_COLUMNS`).
+
+    Args:
+        changes: a decoded micro-batch (`values`, ``_op``, ``_partition``, ``_offset``,
+            ``_timestamp``), in any order.
+        table: the table's rows before the batch.
+    """
+    upsert = F.col("_op") == "upsert"
+    arrival = Window.partitionBy(*keys).orderBy("_partition", "_offset")
+    # The version each change is about: an upsert's own; a delete's, the upsert that arrived
+    # just before it in the batch (else, below, the key's newest version in the table).
+    events = changes.withColumn("_version", F.when(upsert, F.col(COMMIT_TS)).otherwise(
+        F.last(F.when(upsert, F.col(COMMIT_TS)), ignorenulls=True).over(
+            arrival.rowsBetween(Window.unboundedPreceding, -1))))
+    touched = events.select(*keys).distinct()
+    old = table.join(touched, _on(table, touched, keys), "left_semi")
+    newest = old.groupBy(*keys).agg(F.max(VALID_FROM).alias("_newest"))
+    events = (events.join(newest, _on(events, newest, keys), "left").drop(*[newest[k] for k in keys])
+              .withColumn("_version", F.coalesce("_version", "_newest"))
+              .where(F.col("_version").isNotNull()))  # a delete of a key never seen: nothing to end
+    at = F.struct("_partition", "_offset")
+    sent = F.shiftleft(F.unix_millis(F.col("_timestamp")), PHYSICAL_SHIFT)
+    batch = events.groupBy(*keys, "_version").agg(
+        F.max_by(F.col("_op"), at).alias("_last_op"),
+        F.max_by(F.when(~upsert, sent), at).alias("_deleted_at"),
+        F.first(F.when(upsert, F.struct(*[F.col(f"`{c}`") for c in values])),
+                ignorenulls=True).alias("_row")).withColumnRenamed("_version", VALID_FROM)
+    prior = old.select(*[F.col(f"`{c}`").alias(f"_old_{c}") for c in old.columns])
+    both = batch.join(prior, [batch[k].eqNullSafe(prior[f"_old_{k}"]) for k in keys]
+                      + [batch[VALID_FROM] == prior[f"_old_{VALID_FROM}"]], "full")
+    seen = F.col("_last_op").isNotNull()
+    old_ended = F.coalesce(F.col(f"_old_{ENDED}"), F.lit(False))
+    # A version the batch ends keeps the earliest time of a delete sent again.
+    ended_at = F.when(old_ended, F.least(F.col("_deleted_at"), F.col(f"_old_{VALID_TO}"))
+                      ).otherwise(F.col("_deleted_at"))
+    rows = both.select(
+        *[F.coalesce(F.col(f"_old_{c}"), F.col(f"_row.`{c}`")).alias(c) for c in values],
+        F.coalesce(F.col(f"_old_{VALID_FROM}"), F.col(VALID_FROM)).alias(VALID_FROM),
+        F.when(seen, F.col("_last_op") == "delete").otherwise(old_ended).alias(ENDED),
+        F.when(seen, ended_at).otherwise(
+            F.when(old_ended, F.col(f"_old_{VALID_TO}"))).alias("_ended_at"),
+        *[F.col(f"_old_{c}") for c in (VALID_TO, CURRENT)],
+        F.col(f"_old_{VALID_FROM}").isNull().alias("_new"))
+    by_commit = Window.partitionBy(*keys).orderBy(VALID_FROM)
+    following = F.lead(VALID_FROM).over(by_commit)
+    rows = rows.withColumn("_next", following).withColumns({
+        VALID_TO: F.when(F.col(ENDED), F.least(
+            F.greatest(F.coalesce("_ended_at", VALID_FROM), F.col(VALID_FROM)), F.col("_next"))
+        ).otherwise(F.col("_next")),
+        CURRENT: F.col("_next").isNull() & ~F.col(ENDED)})
+    changed = (F.col("_new") | ~F.col(VALID_TO).eqNullSafe(F.col(f"_old_{VALID_TO}"))
+               | ~F.col(CURRENT).eqNullSafe(F.col(f"_old_{CURRENT}")))
+    return rows.where(changed).select(*values, *HISTORY_COLUMNS)
+
+
+def history_clauses(builder: Any, columns: list[str]) -> Any:
+    """The MERGE of `changed_versions` into the table (its `columns`) on the key and
+    `VALID_FROM`: a version's span and flags change, a new version is inserted (`builder`:
+    Delta's merge builder or a `merge.SqlMerge`; target ``t``, source ``s``)."""
+    span = {f"`{c}`": f"s.`{c}`" for c in (VALID_TO, CURRENT, ENDED)}
+    return builder.whenMatchedUpdate("true", span).whenNotMatchedInsert(
+        "true", {f"`{c}`": f"s.`{c}`" for c in columns})
