@@ -274,8 +274,13 @@ def where_time_goes(spark: SparkSession, progress: Progress, path: str, wall: fl
             f"{files['numTargetDeletionVectorsAdded']} deletion vector(s)")
 
 
-def check_table(spark: SparkSession, path: str, live: set[int], updated: set[int]) -> bool:
+def check_table(spark: SparkSession, path: str, live: set[int], updated: set[int], *,
+                current: bool = False) -> bool:
+    """The table holds the live keys and the updated rows (`current`: a --history table's
+    current versions)."""
     table = spark.read.format("delta").load(path)
+    if current:
+        table = table.where("_is_current")
     count, changed = table.count(), table.where("note = 'updated'").count()
     ok = count == len(live) and changed == len(updated)
     print(f"table rows {count:,} (expected live keys = inserts - deletes: {len(live):,}), "
@@ -324,29 +329,37 @@ def measure_speed(spark: SparkSession, bootstrap: str, url: str, work: Path, cou
 def measure_order(spark: SparkSession, bootstrap: str, url: str, work: Path, count: int,
                   per_trigger: int, rounds: int = 2) -> bool:
     """The stream in commit order (values with _tidb_commit_ts: the guard's windows, its
-    tombstones and its MERGE conditions) against the same stream with --order offset, on the
-    same topic and the same micro-batches, each from an empty table and checkpoint; `rounds`
-    rounds, the two orders alternating which runs first (the better time of each is kept)."""
+    tombstones and its MERGE conditions) against the same stream with --order offset, and the
+    --history stream (SCD type 2) against the plain one in commit order, on the same topic and
+    the same micro-batches, each from an empty table and checkpoint; `rounds` rounds, the
+    order of the three turning each round (the better time of each is kept)."""
     topic, (changes, live, updated) = Topic("ordered", bootstrap, url, extension=True), plan(
         count)
     topic.columns += ["_tidb_op", "_tidb_commit_ts", "_tidb_commit_physical_time"]
     topic.send_all(changes)
     ok = True
-    seconds: dict[str, list[float]] = {"commit": [], "offset": []}
+    kinds = ("offset", "commit", "history")
+    seconds: dict[str, list[float]] = {kind: [] for kind in kinds}
     for number in range(rounds):
-        names = ("commit", "offset") if number % 2 else ("offset", "commit")
-        for name in names:
-            config = stream_config(topic, work, per_trigger, commit_order=name == "commit",
-                                   table_path=str(work / f"ordered-{name}-{number}"),
-                                   checkpoint=str(work / f"ordered-{name}-{number}-cp"))
-            seconds[name].append(timed(functools.partial(run, spark, config)))
-            ok = check_table(spark, config.table_path, live, updated) and ok
-    guarded = rate("stream in commit order (the guard)", count, min(seconds["commit"]))
-    plain = rate("the same stream with --order offset", count, min(seconds["offset"]))
+        for kind in kinds[number % 3:] + kinds[:number % 3]:
+            config = stream_config(topic, work, per_trigger, commit_order=kind != "offset",
+                                   history=kind == "history",
+                                   table_path=str(work / f"ordered-{kind}-{number}"),
+                                   checkpoint=str(work / f"ordered-{kind}-{number}-cp"))
+            seconds[kind].append(timed(functools.partial(run, spark, config)))
+            ok = check_table(spark, config.table_path, live, updated,
+                             current=kind == "history") and ok
+    best = {kind: min(times) for kind, times in seconds.items()}
+    guarded = rate("stream in commit order (the guard)", count, best["commit"])
+    plain = rate("the same stream with --order offset", count, best["offset"])
+    kept = rate("the same stream with --history", count, best["history"])
     ratios = [o / c for c, o in zip(seconds["commit"], seconds["offset"], strict=True)]
     print(f"commit order vs offset order: {guarded:,.0f} rec/s vs {plain:,.0f} rec/s, ratio "
           f"{guarded / plain:.2f} (per round {', '.join(f'{r:.2f}' for r in ratios)}; "
           f"target >= 0.9)")
+    ratios = [c / h for h, c in zip(seconds["history"], seconds["commit"], strict=True)]
+    print(f"--history vs commit order: {kept:,.0f} rec/s vs {guarded:,.0f} rec/s, ratio "
+          f"{kept / guarded:.2f} (per round {', '.join(f'{r:.2f}' for r in ratios)})")
     return ok
 
 

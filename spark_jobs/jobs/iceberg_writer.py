@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 
-from spark_jobs.decoding.schemas import TopicVersions
 from spark_jobs.decoding.transforms import (
     COMMIT_TS,
     last_change_per_key,
@@ -26,7 +26,6 @@ from spark_jobs.jobs.stream_metrics import StreamMetrics
 from spark_jobs.jobs.table_writer import (
     SKIPPED,
     Located,
-    Place,
     TableWriter,
     columns_for,
     log,
@@ -34,7 +33,7 @@ from spark_jobs.jobs.table_writer import (
 )
 from spark_jobs.settings.config import Deletes, StreamConfig
 from spark_jobs.settings.iceberg import CATALOG
-from spark_jobs.sinks import iceberg, iceberg_guard, upkeep
+from spark_jobs.sinks import iceberg, iceberg_guard
 from spark_jobs.sinks.columns import plan_evolution, table_schema, version_schemas
 
 __all__ = ["IcebergWriter", "open_iceberg_table"]
@@ -83,21 +82,13 @@ def open_iceberg_table(spark: SparkSession, config: StreamConfig, *, located: Lo
 class IcebergWriter(TableWriter):
     """Applies one topic's part of each micro-batch to its Iceberg table (driver side)."""
 
-    def __init__(self, session: SparkSession, config: StreamConfig, *, place: Place,
-                 schemas: TopicVersions, app_id: str, metrics: StreamMetrics) -> None:
-        """Write the table `place.path` names through `session` (its own: its snapshot
-        properties are the table's), as `app_id`."""
-        self.spark, self.config, self.place, self.app_id = session, config, place, app_id
-        self.schemas = schemas
-        self.metrics = metrics
-        self.columns = iceberg.table_columns(session, place.path)
-        self.last = iceberg.last_batch(session, place.path, app_id=app_id)
-        self.version = -1
-        self.cadence = upkeep.Cadence.of(place.name, every=config.optimize_every,
-                                         many=config.many)
-        self.tombstones = False  # whether the guard may hold any (none: no join with it)
-        self.guard_last: int | None = None  # the guard's highest batch id (`last` for it)
-        metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
+    last: int | None  # the table's highest batch id of this app id (None: none)
+    guard_last: int | None = None  # the guard's highest batch id (`last` for it)
+
+    def _open(self) -> T.StructType:
+        """The table's columns; its highest batch id of this app id."""
+        self.last = iceberg.last_batch(self.spark, self.place.path, app_id=self.app_id)
+        return iceberg.table_columns(self.spark, self.place.path)
 
     @property
     def path(self) -> str:

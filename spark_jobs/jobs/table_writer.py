@@ -140,6 +140,10 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
             deletion vectors under ``--deletion-vectors off``.
     """
     schemas, place = located.schemas, located.labelled(label)
+    if config.history and schemas.key is not None and not ordered_by_commit(schemas):
+        raise JobError(f"table {place.path}: --history orders each key's versions by "
+                       f"{COMMIT_TS}, which {schemas.value.subject} lacks (TiCDC's "
+                       f"enable-tidb-extension=true)")
     topic = place.topic
     session = spark.newSession()
     versions = {i: columns_for(config, schemas, columns=v)
@@ -163,10 +167,6 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
         if config.change_data_feed and delta.enable_change_data_feed(session, place.path):
             log(f"table {place.path}: Change Data Feed turned on (--change-data-feed); the "
                 f"feed starts at this version")
-    if keyed and config.history and not ordered_by_commit(schemas):
-        raise JobError(f"table {place.path}: --history orders each key's versions by "
-                       f"{COMMIT_TS}, which {schemas.value.subject} lacks (TiCDC's "
-                       f"enable-tidb-extension=true)")
     if keyed and config.commit_order and not ordered_by_commit(schemas):
         log(f"table {place.path}: {schemas.value.subject} has no {COMMIT_TS}: Kafka order, so "
             f"changes TiCDC sends again after a restart can take it back in time (TiCDC's "
@@ -190,12 +190,18 @@ class TableWriter:
         self.spark, self.config, self.place, self.app_id = session, config, place, app_id
         self.schemas = schemas
         self.metrics = metrics
-        self.columns = DeltaTable.forPath(session, place.path).toDF().schema
-        self.version = self._latest_version()
+        self.version = -1
+        self.columns = self._open()
         self.cadence = upkeep.Cadence.of(place.name, every=config.optimize_every,
                                          many=config.many)
         self.tombstones = False  # whether the guard may hold any (none: no join with it)
+        self.holding: list[DataFrame] = []  # cached while a batch is written
         metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
+
+    def _open(self) -> T.StructType:
+        """Read what the writer keeps of its table (its version); the table's columns."""
+        self.version = self._latest_version()
+        return DeltaTable.forPath(self.spark, self.place.path).toDF().schema
 
     @property
     def topic(self) -> str:
@@ -261,7 +267,12 @@ class TableWriter:
         with triaged(framed, self.schemas, mode=mode,
                      cache=mode is Mode.PERMISSIVE) as sorted_messages:
             dead_count = self._set_aside(sorted_messages.dead, batch_id)
-            changes = self._write(sorted_messages.rows, batch_id, deletes=deletes)
+            try:
+                changes = self._write(sorted_messages.rows, batch_id, deletes=deletes)
+            finally:
+                for held in self.holding:
+                    held.unpersist()
+                self.holding.clear()
         self.metrics.took(self.name, time.monotonic() - started)
         return changes + (f", {dead_count} to the dead-letter table" if dead_count else "")
 
@@ -344,11 +355,19 @@ class TableWriter:
             c for c in columns if c != deleted] if soft else None)
         if not soft:  # a soft-deleted row is its own tombstone
             if deletes:
+                # Read twice, by the guard's MERGE and the table's: decoded and sorted once.
+                winners = self._held(winners)
                 self._record(winners, batch_id, keys=keys)
                 self.tombstones = True
             if self.tombstones:
                 return self._with_tombstones(winners, keys=keys)
         return winners.withColumn(TOMBSTONE, F.lit(None).cast("long"))
+
+    def _held(self, rows: DataFrame) -> DataFrame:
+        """`rows` cached until the batch is written (`apply`)."""
+        rows = rows.persist()
+        self.holding.append(rows)
+        return rows
 
     def _record(self, winners: DataFrame, batch_id: int, *, keys: list[str]) -> None:
         """Keep the tombstones of the keys `winners` delete in the guard."""

@@ -26,8 +26,9 @@ from spark_jobs.sinks.columns import Evolution, defaults, describe, difference
 from spark_jobs.sinks.upkeep import DELETION_VECTORS_PROPERTY
 from spark_jobs.sources.files import path_exists, qualified
 
-__all__ = ["check_table", "create_table", "evolve", "merge_changes", "merge_history", "append_changes",
-           "TOPIC_PROPERTY", "check_dead_letter_table", "idempotent", "with_deleted",
+__all__ = ["check_table", "create_table", "evolve", "merge_changes", "merge_history",
+           "append_changes", "TOPIC_PROPERTY", "check_dead_letter_table", "idempotent",
+           "with_deleted",
            "CHANGE_DATA_FEED_PROPERTY", "enable_change_data_feed", "committed_version"]
 
 TOPIC_PROPERTY = "flatavro.topic"

@@ -7,12 +7,14 @@ The table's columns are the value's and four more:
 - `VALID_TO`: the commit ts of the key's next version, or when a DELETE ended the version,
   the delete's time (null: the version is still the key's row);
 - `CURRENT`: whether the version is the key's row now;
-- `ENDED` (``_deleted``): whether a DELETE ended the version.
+- `ENDED` (``_deleted``): whether a DELETE ended the version;
+- `PARTITION`, `OFFSET`: where in Kafka the version's message last arrived.
 
 TiCDC's avro delete is a key with no value, so it carries no commit ts. What is known: within
 its partition a key's changes arrive in commit order, and after a restart TiCDC sends a whole
 suffix of them again. So a delete ends the version that arrived last before it: the batch's
-upsert before it, else the key's newest version in the table. Its time is the message's Kafka
+upsert before it, else the key's version in the table whose message arrived last (`OFFSET`).
+Its time is the message's Kafka
 timestamp (when TiCDC sent it: at or after the commit) as a TSO, no earlier than the version it
 ends and no later than the key's next version. A version sent again after a delete that ended
 it was not ended by that delete (the delete came before it, in a replay): it is open again
@@ -34,14 +36,17 @@ from pyspark.sql import types as T
 
 from spark_jobs.decoding.transforms import COMMIT_TS, DELETED, PHYSICAL_SHIFT
 
-__all__ = ["CURRENT", "ENDED", "HISTORY_COLUMNS", "VALID_FROM", "VALID_TO", "changed_versions",
+__all__ = ["CURRENT", "ENDED", "HISTORY_COLUMNS", "OFFSET", "PARTITION", "VALID_FROM",
+           "VALID_TO", "changed_versions",
            "history_clauses", "with_history"]
 
 VALID_FROM = "_valid_from_ts"
 VALID_TO = "_valid_to_ts"
 CURRENT = "_is_current"
 ENDED = DELETED
-HISTORY_COLUMNS = (VALID_FROM, VALID_TO, CURRENT, ENDED)
+PARTITION = "_partition"
+OFFSET = "_offset"
+HISTORY_COLUMNS = (VALID_FROM, VALID_TO, CURRENT, ENDED, PARTITION, OFFSET)
 
 
 def with_history(schema: T.StructType) -> T.StructType:
@@ -50,12 +55,15 @@ def with_history(schema: T.StructType) -> T.StructType:
                          T.StructField(VALID_FROM, T.LongType(), True),
                          T.StructField(VALID_TO, T.LongType(), True),
                          T.StructField(CURRENT, T.BooleanType(), True),
-                         T.StructField(ENDED, T.BooleanType(), True)])
+                         T.StructField(ENDED, T.BooleanType(), True),
+                         T.StructField(PARTITION, T.IntegerType(), True),
+                         T.StructField(OFFSET, T.LongType(), True)])
 
 
-def _on(left: DataFrame, right: DataFrame, names: list[str]) -> Column:
+def _on(left: DataFrame, right: DataFrame, *, keys: list[str]) -> Column:
+    """`left` and `right` have the same `keys` (null-safe)."""
     condition = None
-    for name in names:
+    for name in keys:
         equal = left[name].eqNullSafe(right[name])
         condition = equal if condition is None else condition & equal
     assert condition is not None
@@ -73,23 +81,25 @@ def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
         table: the table's rows before the batch.
     """
     upsert = F.col("_op") == "upsert"
-    arrival = Window.partitionBy(*keys).orderBy("_partition", "_offset")
+    at = F.struct(F.col(PARTITION).alias("p"), F.col(OFFSET).alias("o"))
+    arrival = Window.partitionBy(*keys).orderBy(PARTITION, OFFSET)
     # The version each change is about: an upsert's own; a delete's, the upsert that arrived
-    # just before it in the batch (else, below, the key's newest version in the table).
+    # just before it in the batch (else, below, the key's version that arrived last before).
     events = changes.withColumn("_version", F.when(upsert, F.col(COMMIT_TS)).otherwise(
         F.last(F.when(upsert, F.col(COMMIT_TS)), ignorenulls=True).over(
             arrival.rowsBetween(Window.unboundedPreceding, -1))))
     touched = events.select(*keys).distinct()
-    old = table.join(touched, _on(table, touched, keys), "left_semi")
-    newest = old.groupBy(*keys).agg(F.max(VALID_FROM).alias("_newest"))
-    events = (events.join(newest, _on(events, newest, keys), "left").drop(*[newest[k] for k in keys])
-              .withColumn("_version", F.coalesce("_version", "_newest"))
-              .where(F.col("_version").isNotNull()))  # a delete of a key never seen: nothing to end
-    at = F.struct("_partition", "_offset")
+    old = table.join(touched, _on(table, touched, keys=keys), "left_semi")
+    last = old.groupBy(*keys).agg(F.max_by(VALID_FROM, at).alias("_arrived_last"))
+    events = (events.join(last, _on(events, last, keys=keys), "left")
+              .drop(*[last[k] for k in keys])
+              .withColumn("_version", F.coalesce("_version", "_arrived_last"))
+              .where(F.col("_version").isNotNull()))  # a delete of a key never seen: no version
     sent = F.shiftleft(F.unix_millis(F.col("_timestamp")), PHYSICAL_SHIFT)
     batch = events.groupBy(*keys, "_version").agg(
         F.max_by(F.col("_op"), at).alias("_last_op"),
         F.max_by(F.when(~upsert, sent), at).alias("_deleted_at"),
+        F.max(F.when(upsert, at)).alias("_seen"),
         F.first(F.when(upsert, F.struct(*[F.col(f"`{c}`") for c in values])),
                 ignorenulls=True).alias("_row")).withColumnRenamed("_version", VALID_FROM)
     prior = old.select(*[F.col(f"`{c}`").alias(f"_old_{c}") for c in old.columns])
@@ -106,7 +116,9 @@ def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
         F.when(seen, F.col("_last_op") == "delete").otherwise(old_ended).alias(ENDED),
         F.when(seen, ended_at).otherwise(
             F.when(old_ended, F.col(f"_old_{VALID_TO}"))).alias("_ended_at"),
-        *[F.col(f"_old_{c}") for c in (VALID_TO, CURRENT)],
+        F.coalesce(F.col("_seen.p"), F.col(f"_old_{PARTITION}")).alias(PARTITION),
+        F.coalesce(F.col("_seen.o"), F.col(f"_old_{OFFSET}")).alias(OFFSET),
+        *[F.col(f"_old_{c}") for c in (VALID_TO, CURRENT, OFFSET)],
         F.col(f"_old_{VALID_FROM}").isNull().alias("_new"))
     by_commit = Window.partitionBy(*keys).orderBy(VALID_FROM)
     following = F.lead(VALID_FROM).over(by_commit)
@@ -116,14 +128,15 @@ def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
         ).otherwise(F.col("_next")),
         CURRENT: F.col("_next").isNull() & ~F.col(ENDED)})
     changed = (F.col("_new") | ~F.col(VALID_TO).eqNullSafe(F.col(f"_old_{VALID_TO}"))
-               | ~F.col(CURRENT).eqNullSafe(F.col(f"_old_{CURRENT}")))
+               | ~F.col(CURRENT).eqNullSafe(F.col(f"_old_{CURRENT}"))
+               | ~F.col(OFFSET).eqNullSafe(F.col(f"_old_{OFFSET}")))
     return rows.where(changed).select(*values, *HISTORY_COLUMNS)
 
 
 def history_clauses(builder: Any, columns: list[str]) -> Any:
     """The MERGE of `changed_versions` into the table (its `columns`) on the key and
-    `VALID_FROM`: a version's span and flags change, a new version is inserted (`builder`:
-    Delta's merge builder or a `merge.SqlMerge`; target ``t``, source ``s``)."""
-    span = {f"`{c}`": f"s.`{c}`" for c in (VALID_TO, CURRENT, ENDED)}
+    `VALID_FROM`: a version's span, flags and last arrival change, a new version is inserted
+    (`builder`: Delta's merge builder or a `merge.SqlMerge`; target ``t``, source ``s``)."""
+    span = {f"`{c}`": f"s.`{c}`" for c in HISTORY_COLUMNS if c != VALID_FROM}
     return builder.whenMatchedUpdate("true", span).whenNotMatchedInsert(
         "true", {f"`{c}`": f"s.`{c}`" for c in columns})

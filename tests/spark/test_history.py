@@ -81,12 +81,12 @@ def test_versions_are_placed_by_commit_ts_and_deletes_end_them(
         (2, "c", ts(5), None, True, False),
         (2, "early", ts(3), ts(5), False, False)]
     # The same batch again (a re-run after a crash) is skipped; its changes sent again in a
-    # new batch change nothing either.
+    # new batch change no version, only where each arrived last.
     assert table.apply(again=True) is None
     before = table.rows()
     counts = table.apply((1, "d", 50), (2, "early", 3))
     assert table.rows() == before
-    assert counts == {"numTargetRowsInserted": 0, "numTargetRowsUpdated": 0,
+    assert counts == {"numTargetRowsInserted": 0, "numTargetRowsUpdated": 2,
                       "numTargetRowsDeleted": 0}
 
 
@@ -103,6 +103,13 @@ def test_a_delete_sent_again_reopens_when_the_version_after_it_comes_again(
     assert table.rows() == [want[0], (1, "b", ts(20), ts(20), False, True)]
     # ... until b is sent again after it: the delete was before b.
     table.apply((1, "b", 20))
+    assert table.rows() == want
+    # The same suffix again, one message a batch: the delete ends a, which arrived last (not b,
+    # the newest in the table).
+    for change in ((1, "a", 10), (1, None, 15), (1, "b", 20)):
+        table.apply(change)
+        if change[1] is None:
+            assert table.rows() == want
     assert table.rows() == want
     # A delete sent again after the version it ended keeps the first delete's time.
     table.apply((1, "c", 30), (1, None, 40))

@@ -45,6 +45,26 @@ def test_order_deletes_change_feed_and_tombstone_retention() -> None:
             for d in ("250ms", "30s", "90m", "2d")] == [250, 30_000, 5_400_000, 172_800_000]
 
 
+def test_history_is_asked_for_and_goes_with_commit_order_hard_deletes_and_delta() -> None:
+    assert parse_stream_args(ARGV).history is False
+    assert parse_stream_args([*ARGV, "--history"]).history is True
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--order", "offset"], "--history orders versions by TiDB's commit ts: drop --order offset"),
+    (["--deletes", "soft"], "--history keeps deleted rows already (a DELETE ends the key's "
+                            "version, _deleted true): drop --deletes soft"),
+    (["--format", "iceberg", "--iceberg-warehouse", "/w"],
+     "--history is for --format delta: the stream does not keep an Iceberg table's history"),
+])
+def test_history_refuses_what_it_does_not_go_with(extra: list[str], message: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_stream_args([*ARGV, "--history", *extra])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("--tombstone-retention", "0d", "'0d' is not a duration such as 7d, 36h, 90m or 30s"),
     ("--tombstone-retention", "7 days", "'7 days' is not a duration such as 7d"),

@@ -13,8 +13,10 @@ Feed shows each applied change once. ``--deletes soft`` keeps each deleted key's
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -33,8 +35,9 @@ from spark_jobs.jobs.stream import run
 from spark_jobs.settings.config import Deletes, StreamConfig, Trigger
 from tests.spark.test_bulk_read import encode, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import create_topic
+from tests.spark.test_stream_recovery import cli, kill_at_random
 from tests.support import replay
-from tests.support.parts import Broker
+from tests.support.parts import ROOT, Broker
 from tests.support.replay import Change
 
 DDL = "CREATE TABLE shop.orders (id INT PRIMARY KEY, name VARCHAR(20), qty INT)"
@@ -48,13 +51,13 @@ def _seed() -> int:
     return seed
 
 
-def _register(http: httpx.Client, topic: str) -> None:
+def register_orders(http: httpx.Client, topic: str) -> None:
     done = http.post("/v1/tables/register", json={
         "ddl": DDL, "topic": topic, "options": {"enable_tidb_extension": True}})
     assert done.status_code == 200, done.text
 
 
-def _produce(broker: Broker, http: httpx.Client, topic: str, partition: int,
+def produce_sent(broker: Broker, http: httpx.Client, topic: str, partition: int,
              changes: list[Change]) -> None:
     from confluent_kafka import Producer
 
@@ -68,6 +71,18 @@ def _produce(broker: Broker, http: httpx.Client, topic: str, partition: int,
         producer.produce(topic, key=key, value=value, partition=partition,
                          timestamp=change.ts >> PHYSICAL_SHIFT)
     assert producer.flush(30) == 0
+
+
+def txn_versions(path: str) -> Counter[tuple[str, int]]:
+    """How many commits of the Delta table at `path` recorded each (app id, batch id): Delta's
+    ``txn`` actions, read from its log."""
+    recorded: Counter[tuple[str, int]] = Counter()
+    for commit in sorted(Path(path, "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            txn = json.loads(line).get("txn")
+            if txn is not None:
+                recorded[(txn["appId"], txn["version"])] += 1
+    return recorded
 
 
 def _versions(path: str) -> list[tuple[int, list[dict[str, Any]]]]:
@@ -126,7 +141,7 @@ def test_replays_never_take_a_key_back_in_time(
     source, parts = _sent(seed)
     topic = f"order_{seed}"
     create_topic(kafka, topic, PARTITIONS)
-    _register(service, topic)
+    register_orders(service, topic)
     hard = _stream(tmp_path, kafka, service, topic, "hard", change_data_feed=True)
     # Partition 0 advances three changes for every one of partition 1; the stream catches up
     # after each round, in micro-batches of at most 16 messages.
@@ -135,7 +150,7 @@ def test_replays_never_take_a_key_back_in_time(
         for partition, step in ((0, 3), (1, 1)):
             changes = parts[partition]
             share = -(-len(changes) * step // (3 * rounds))
-            _produce(kafka, service, topic, partition,
+            produce_sent(kafka, service, topic, partition,
                      changes[number * share:(number + 1) * share] if number < rounds - 1
                      else changes[number * share:])
         run(spark, hard)
@@ -218,3 +233,46 @@ def _check_guard_survives_vacuum(spark: SparkSession, path: str) -> None:
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
     assert DeltaTable(guard).file_uris() == tombstones
     assert all(Path(urlparse(uri).path).exists() for uri in tombstones)
+
+
+@pytest.mark.parametrize("keep", ["guard", "history"])
+def test_sigkill_in_commit_order_loses_and_doubles_nothing(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path, keep: str) -> None:
+    """The stream in commit order (the guard, or --history) SIGKILLed at random moments while
+    TiCDC's replays arrive, then restarted: the final table equals the source (its versions,
+    with --history); no micro-batch is recorded twice by the table or the guard."""
+    seed = _seed()
+    rng = random.Random(seed)
+    source = replay.history(rng, keys=20, commits=400)
+    parts = replay.by_partition(replay.sends(source, rng, restarts=6), PARTITIONS)
+    topic = f"order_kill_{keep}_{seed}"
+    create_topic(kafka, topic, PARTITIONS)
+    register_orders(service, topic)
+    for partition, changes in enumerate(parts):
+        produce_sent(kafka, service, topic, partition, changes)
+    config = _stream(tmp_path, kafka, service, topic, keep, history=keep == "history")
+    extra = ["--history"] if config.history else []
+    command = cli(config, "--trigger", "processing-time=1 seconds",
+                  "--max-offsets-per-trigger", "40", *extra)
+    for attempt in range(3):
+        kill_at_random(command, rng, tmp_path / f"{attempt}.log")
+    done = subprocess.run(cli(config, "--trigger", "available-now", *extra), cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    final = _versions(config.table_path)[-1][1]
+    if config.history:
+        got = {(r["id"], r["name"], r["_valid_from_ts"], r["_valid_to_ts"], r["_is_current"],
+                r["_deleted"]) for r in final}
+        want = replay.scd2(source)
+        assert got == want, f"seed {seed}: {sorted(got - want)} / {sorted(want - got)}"
+    else:
+        assert {r["id"]: r[TS] for r in final} == {
+            k: c.ts for k, c in replay.final_state(source).items()}, f"seed {seed}"
+    guard = [] if config.history else [f"{config.table_path}/_flatavro_guard"]
+    for path in [config.table_path, *guard]:
+        recorded = txn_versions(path)
+        assert recorded and max(recorded.values()) == 1, (
+            f"seed {seed}: {path} recorded a micro-batch twice: "
+            f"{[pair for pair, n in recorded.items() if n > 1]}")

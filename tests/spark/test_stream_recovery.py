@@ -206,6 +206,15 @@ def test_refusals_before_the_first_micro_batch(
     with pytest.raises(JobError, match="lacks name, price; has label that the topic has not"):
         stream_job.prepare(spark, StreamConfig(**{**_fields(config), "table_path": other}))
 
+    no_commit_ts = str(tmp_path / "history")  # ITEMS_V1 has no _tidb_commit_ts
+    with pytest.raises(JobError, match=f"table {no_commit_ts}: --history orders each key's "
+                                       f"versions by _tidb_commit_ts, which stream_refuse-value "
+                                       f"lacks"):
+        stream_job.prepare(spark, StreamConfig(**{**_fields(config), "history": True,
+                                                  "table_path": no_commit_ts,
+                                                  "checkpoint": str(tmp_path / "history.cp")}))
+    assert not Path(no_commit_ts).exists()  # refused before anything is written
+
     stream_job.prepare(spark, config)  # claims the checkpoint and creates the table
     assert DeltaTable(config.table_path).metadata().configuration == {
         "flatavro.topic": topic, "delta.enableDeletionVectors": "true"}
