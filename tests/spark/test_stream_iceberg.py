@@ -365,13 +365,13 @@ def test_commit_order_never_takes_a_key_back_in_time(
     source, parts = order._sent(seed)
     topic = f"iceberg_order_{deletes.value}_{seed}"
     create_topic(kafka, topic, order.PARTITIONS)
-    order._register(service, topic)
+    order.register_orders(service, topic)
     config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.orders",
                             deletes=deletes, max_offsets_per_trigger=16)
     for number in range(2):  # the stream catches up after each half
         for partition, changes in enumerate(parts):
             half = -(-len(changes) // 2)
-            order._produce(kafka, service, topic, partition,
+            order.produce_sent(kafka, service, topic, partition,
                            changes[number * half:(number + 1) * half])
         run(spark, config)
     table = load(tmp_path / "lake", "shop.orders")
@@ -398,11 +398,11 @@ def test_commit_order_never_takes_a_key_back_in_time(
     # come back, docs/streaming.md, 'Commit order').
     ts = max(c.ts for c in source) + 1
     inserted = replay.Change(ts, 99, "insert", {"id": 99, "name": "late", "qty": 1})
-    order._produce(kafka, service, topic, 0, [
+    order.produce_sent(kafka, service, topic, 0, [
         inserted, replay.Change(ts + 1, 99, "update", {"id": 99, "name": "later", "qty": 2}),
         replay.Change(ts + 2, 99, "delete")])
     run(spark, config)
-    order._produce(kafka, service, topic, 1, [inserted])
+    order.produce_sent(kafka, service, topic, 1, [inserted])
     run(spark, config)
     assert 99 not in {r["id"] for r in read_iceberg(tmp_path / "lake", "shop.orders").to_pylist()}
     guard = load(tmp_path / "lake", iceberg_guard.guard_name("shop.orders"))
