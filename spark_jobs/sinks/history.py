@@ -18,7 +18,8 @@ Its time is the message's Kafka
 timestamp (when TiCDC sent it: at or after the commit) as a TSO, no earlier than the version it
 ends and no later than the key's next version. A version sent again after a delete that ended
 it was not ended by that delete (the delete came before it, in a replay): it is open again
-until a later delete ends it. Every version is placed by its commit ts, not by when it
+until a later delete ends it, at that delete's time. A delete sent again on its own keeps the
+version's earliest end. Every version is placed by its commit ts, not by when it
 arrived, so a change that arrives late splits the span it falls in.
 
 Each batch computes the touched keys' versions again from the table's and the batch's, and
@@ -98,17 +99,24 @@ def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
     sent = F.shiftleft(F.unix_millis(F.col("_timestamp")), PHYSICAL_SHIFT)
     batch = events.groupBy(*keys, "_version").agg(
         F.max_by(F.col("_op"), at).alias("_last_op"),
-        F.max_by(F.when(~upsert, sent), at).alias("_deleted_at"),
+        F.collect_list(F.when(~upsert, F.struct(at.alias("at"), sent.alias("sent"))))
+        .alias("_deletes"),
         F.max(F.when(upsert, at)).alias("_seen"),
         F.first(F.when(upsert, F.struct(*[F.col(f"`{c}`") for c in values])),
                 ignorenulls=True).alias("_row")).withColumnRenamed("_version", VALID_FROM)
+    # The deletes that arrived after the version's last arrival in the batch (all of them, when
+    # the batch does not send the version): the first of them is the one that ended it.
+    after = F.filter("_deletes", lambda d: F.col("_seen").isNull() | (d["at"] > F.col("_seen")))
+    batch = batch.withColumn("_deleted_at", F.array_min(F.transform(after, lambda d: d["sent"])))
     prior = old.select(*[F.col(f"`{c}`").alias(f"_old_{c}") for c in old.columns])
     both = batch.join(prior, [batch[k].eqNullSafe(prior[f"_old_{k}"]) for k in keys]
                       + [batch[VALID_FROM] == prior[f"_old_{VALID_FROM}"]], "full")
     seen = F.col("_last_op").isNotNull()
     old_ended = F.coalesce(F.col(f"_old_{ENDED}"), F.lit(False))
-    # A version the batch ends keeps the earliest time of a delete sent again.
-    ended_at = F.when(old_ended, F.least(F.col("_deleted_at"), F.col(f"_old_{VALID_TO}"))
+    # A version ended before keeps the earliest time of a delete sent again; one the batch sends
+    # again was open again (that delete came before it), so only the batch's deletes count.
+    ended_at = F.when(old_ended & F.col("_seen").isNull(),
+                      F.least(F.col("_deleted_at"), F.col(f"_old_{VALID_TO}"))
                       ).otherwise(F.col("_deleted_at"))
     rows = both.select(
         *[F.coalesce(F.col(f"_old_{c}"), F.col(f"_row.`{c}`")).alias(c) for c in values],

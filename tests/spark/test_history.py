@@ -111,10 +111,31 @@ def test_a_delete_sent_again_reopens_when_the_version_after_it_comes_again(
         if change[1] is None:
             assert table.rows() == want
     assert table.rows() == want
-    # A delete sent again after the version it ended keeps the first delete's time.
+    # A delete sent again on its own keeps the first delete's time; sent again after its version,
+    # it is the delete that ends the version sent again.
     table.apply((1, "c", 30), (1, None, 40))
-    table.apply((1, "c", 30), (1, None, 45))
+    table.apply((1, None, 45))
     assert table.rows()[-1] == (1, "c", ts(30), ms(40) << SHIFT, False, True)
+    table.apply((1, "c", 30), (1, None, 50))
+    assert table.rows()[-1] == (1, "c", ts(30), ms(50) << SHIFT, False, True)
+
+
+def test_a_version_sent_again_is_ended_by_the_delete_after_it_not_by_an_older_one(
+        spark: SparkSession, tmp_path: Path) -> None:
+    # The SIGKILL test's seed 357222685: a replay starting right at an older delete ends the
+    # newer version at its own commit for a while; the replay then sends that version and its
+    # own delete in one batch, and the delete's time is its end (not the end before).
+    table = Table(spark, tmp_path / "t")
+    table.apply((1, "a", 10), (1, None, 15), (1, "b", 20))
+    table.apply((1, None, 15))
+    assert table.rows()[-1] == (1, "b", ts(20), ts(20), False, True)
+    table.apply((1, "b", 20), (1, None, 30))
+    assert table.rows() == [(1, "a", ts(10), ms(15) << SHIFT, False, True),
+                            (1, "b", ts(20), ms(30) << SHIFT, False, True)]
+    # The same with the older delete, the version and its delete in one batch.
+    table.apply((1, "c", 40))
+    table.apply((1, None, 30), (1, "c", 40), (1, None, 60), (1, None, 70))
+    assert table.rows()[-1] == (1, "c", ts(40), ms(60) << SHIFT, False, True)
 
 
 def test_a_delete_time_before_its_version_is_taken_as_the_version_commit(
