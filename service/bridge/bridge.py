@@ -159,17 +159,27 @@ class Bridge:
         return False
 
     def _caught_up(self) -> bool:
-        """Whether every assigned partition is read to its end: its position (or, before its
-        first message since the assignment, its committed offset) at its high watermark as
-        the last fetch saw it. A slow first fetch after a restart is not idleness."""
+        """Whether every partition of the source topic is read to its end. An assigned one:
+        its position (or, before its first message since the assignment, its committed offset)
+        at its high watermark as the last fetch saw it; a slow first fetch after a restart is
+        not idleness. One assigned elsewhere: the group's committed offset at its high
+        watermark; a partition still held by a killed copy whose session has not expired is
+        not idleness either (the group gives it to this copy once it has)."""
         consumer = self.clients.consumer
         assigned = consumer.assignment()
         positions = consumer.position(assigned)
-        unread = [tp for tp in positions if tp.offset < 0]
+        mine = {(tp.topic, tp.partition) for tp in assigned}
+        source = self.options.source_topic
+        elsewhere = [TopicPartition(source, p) for p in range(self.topics.partitions[source])
+                     if (source, p) not in mine]
+        unread = [tp for tp in positions if tp.offset < 0] + elsewhere
         committed = {(tp.topic, tp.partition): tp.offset
                      for tp in (consumer.committed(unread, timeout=10) if unread else [])}
-        for tp in positions:
-            low, high = consumer.get_watermark_offsets(tp, cached=True)
+        for tp in [*positions, *elsewhere]:
+            if (tp.topic, tp.partition) in mine:
+                low, high = consumer.get_watermark_offsets(tp, cached=True)
+            else:
+                low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
             offset = tp.offset if tp.offset >= 0 else committed.get((tp.topic, tp.partition), -1)
             if high < 0 or max(offset, low) < high:
                 return False

@@ -109,6 +109,7 @@ class FakeConsumer:
     assigned: list[int] = field(default_factory=list)
     positions: dict[int, int] = field(default_factory=dict)
     highs: dict[int, int] = field(default_factory=dict)
+    group_offsets: dict[int, int] = field(default_factory=dict)  # committed by the group
     joins: int = 0
     closes: int = 0
 
@@ -137,7 +138,8 @@ class FakeConsumer:
 
     def committed(self, partitions: list[TopicPartition], timeout: float
                   ) -> list[TopicPartition]:
-        return [TopicPartition(tp.topic, tp.partition, -1001) for tp in partitions]
+        return [TopicPartition(tp.topic, tp.partition, self.group_offsets.get(tp.partition, -1001))
+                for tp in partitions]
 
     def consumer_group_metadata(self) -> str:
         return "group-metadata"
@@ -149,7 +151,8 @@ class FakeConsumer:
         return [TopicPartition(tp.topic, tp.partition, self.positions.get(tp.partition, -1001))
                 for tp in partitions]
 
-    def get_watermark_offsets(self, tp: TopicPartition, cached: bool) -> tuple[int, int]:
+    def get_watermark_offsets(self, tp: TopicPartition, timeout: float | None = None,
+                              cached: bool = False) -> tuple[int, int]:
         return 0, self.highs.get(tp.partition, -1)
 
     def close(self) -> None:

@@ -84,6 +84,23 @@ def test_idle_means_read_to_the_end_not_a_slow_first_fetch() -> None:
     assert committed_offsets(producer) == [[(SOURCE, 0, 1)]]
 
 
+def test_idle_waits_for_a_partition_assigned_elsewhere_to_be_committed_to_its_end() -> None:
+    """Partition 1 is not this copy's (a killed copy's session has not expired yet) and has
+    5 messages the group has not committed: not idle until the group commits them."""
+
+    class Elsewhere(FakeConsumer):
+        def consume(self, num_messages: int, timeout: float) -> list[Any]:
+            self.polled = getattr(self, "polled", 0) + 1
+            if self.polled == 4:  # the other copy commits partition 1 to its end
+                self.group_offsets[1] = 5
+            return super().consume(num_messages, timeout)
+
+    consumer = Elsewhere(assigned=[0], highs={1: 5}, polls=[[message(0, 0, b"ok")]])
+    made, _producer = bridge(consumer=consumer, exit_when_idle=0.0)
+    asyncio.run(made.run(threading.Event()))
+    assert consumer.polled == 4
+
+
 def test_a_held_partition_is_retried_then_its_first_message_dead_lettered() -> None:
     clock = Clock(100.0)
     converter = FakeConverter()
