@@ -21,12 +21,12 @@ from spark_jobs.decoding.transforms import (
     last_change_per_key,
     ordered_by_commit,
 )
-from spark_jobs.errors import JobError
 from spark_jobs.jobs.stream_metrics import StreamMetrics
 from spark_jobs.jobs.table_writer import (
     SKIPPED,
     Located,
     TableWriter,
+    check_history,
     columns_for,
     log,
     table_app_id,
@@ -50,16 +50,15 @@ def open_iceberg_table(spark: SparkSession, config: StreamConfig, *, located: Lo
             columns match no registered version (a column of another type: named).
     """
     assert config.iceberg is not None
-    if config.history:
-        raise JobError("--history is for --format delta: the stream does not keep an Iceberg "
-                       "table's history (yet)")
     schemas, place = located.schemas, located.labelled(label)
+    check_history(config, schemas, table=f"{CATALOG}.{place.path}")
     app_id = table_app_id(config, app_id=app_id, topic=place.topic)
     session = iceberg.use_catalog(spark.newSession(), config.iceberg)
-    versions = {i: columns_for(config, schemas, columns=v, deleted=iceberg.DELETED)
+    versions = {i: columns_for(config, schemas, columns=v, deleted=iceberg.DELETED,
+                               names=iceberg.HISTORY)
                 for i, v in version_schemas(session, schemas).items()}
     latest = columns_for(config, schemas, columns=table_schema(session, schemas),
-                         deleted=iceberg.DELETED)
+                         deleted=iceberg.DELETED, names=iceberg.HISTORY)
     name = place.path
     if not iceberg.check_table(session, name, topic=place.topic,
                                warehouse=config.iceberg.warehouse, versions=versions,
@@ -102,7 +101,7 @@ class IcebergWriter(TableWriter):
         iceberg.finish_fill(self.spark, self.place.path, subject=self.schemas.value)
         want = iceberg.iceberg_types(columns_for(
             self.config, self.schemas, columns=table_schema(self.spark, self.schemas),
-            deleted=iceberg.DELETED))
+            deleted=iceberg.DELETED, names=iceberg.HISTORY))
         evolution = plan_evolution(self.columns, want, subject=self.schemas.value.subject,
                                    widens=iceberg.widens, table="an Iceberg table",
                                    rebuild="iceberg", widenings=iceberg.WIDENINGS)
@@ -126,11 +125,6 @@ class IcebergWriter(TableWriter):
             self.guard_last = None if held is None else iceberg.last_batch(
                 self.spark, guard, app_id=self.app_id)
 
-    @property
-    def guarded(self) -> bool:
-        """Whether the table has a commit-order guard (commit order, hard deletes)."""
-        return self.ordered and self.config.deletes is Deletes.HARD
-
     def upkeep(self, batch_id: int) -> None:
         """Compact after every N-th batch the table was written in (``--optimize-every``, on
         the table's own `upkeep.Cadence`)."""
@@ -153,9 +147,13 @@ class IcebergWriter(TableWriter):
         if self.schemas.key is None:
             written = iceberg.append_changes(self.spark, changes.select(*columns), name=name,
                                              app_id=self.app_id, batch_id=batch_id)
+        elif self.config.history:
+            written = iceberg.merge_history(self.spark, name, changes=changes,
+                                            key_columns=self.schemas.key.field_names(),
+                                            columns=columns, app_id=self.app_id,
+                                            batch_id=batch_id)
         else:
             keys = self.schemas.key.field_names()
-            soft = self.config.deletes is Deletes.SOFT
             if self.ordered:
                 source = self._in_commit_order(changes, batch_id, keys=keys, columns=columns,
                                                deletes=deletes, deleted=iceberg.DELETED)
@@ -163,7 +161,8 @@ class IcebergWriter(TableWriter):
                 source = last_change_per_key(changes, keys)
             written = iceberg.merge_changes(self.spark, name, changes=source, key_columns=keys,
                                             columns=columns, app_id=self.app_id,
-                                            batch_id=batch_id, ordered=self.ordered, soft=soft)
+                                            batch_id=batch_id, ordered=self.ordered,
+                                            soft=self.config.deletes is Deletes.SOFT)
         self.last = batch_id
         self.metrics.applied({"numTargetRowsInserted": written.added,
                               "numTargetRowsDeleted": written.removed,

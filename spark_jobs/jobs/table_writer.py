@@ -40,8 +40,8 @@ from spark_jobs.sinks import delta, history, ordering, upkeep
 from spark_jobs.sinks.columns import plan_evolution, table_schema, version_schemas
 from spark_jobs.sources import kafka_check
 
-__all__ = ["Located", "Place", "TableWriter", "columns_for", "locate", "open_table", "SKIPPED",
-           "table_app_id"]
+__all__ = ["SKIPPED", "Located", "Place", "TableWriter", "check_history", "columns_for",
+           "locate", "open_table", "table_app_id"]
 
 SKIPPED = "already in the table (a re-run batch: skipped)"
 
@@ -76,12 +76,12 @@ def _place(config: StreamConfig, *, topic: str, schemas: TopicVersions) -> Place
 
 
 def columns_for(config: StreamConfig, schemas: TopicVersions, *, columns: T.StructType,
-                deleted: str = DELETED) -> T.StructType:
+                deleted: str = DELETED, names: history.Names = history.DELTA) -> T.StructType:
     """The table's columns for `columns` (a version's): with the flag `deleted` (Delta's
-    `DELETED`) in a keyed table under ``--deletes soft``, with `history.HISTORY_COLUMNS` under
-    ``--history``."""
+    `DELETED`) in a keyed table under ``--deletes soft``, with the history columns (`names`:
+    Delta's `history.HISTORY_COLUMNS`) under ``--history``."""
     if config.history and schemas.key is not None:
-        return history.with_history(columns)
+        return history.with_history(columns, names=names)
     if config.deletes is Deletes.SOFT and schemas.key is not None:
         return delta.with_deleted(columns, name=deleted)
     return columns
@@ -129,6 +129,18 @@ def locate(config: StreamConfig, *, topic: str, check_topic: bool = False) -> Lo
     return Located(schemas, _place(config, topic=topic, schemas=schemas))
 
 
+def check_history(config: StreamConfig, schemas: TopicVersions, *, table: str) -> None:
+    """Under ``--history`` a keyed topic's values carry the commit ts.
+
+    Raises:
+        JobError: they do not, naming the `table` and the subject.
+    """
+    if config.history and schemas.key is not None and not ordered_by_commit(schemas):
+        raise JobError(f"table {table}: --history orders each key's versions by "
+                       f"{COMMIT_TS}, which {schemas.value.subject} lacks (TiCDC's "
+                       f"enable-tidb-extension=true)")
+
+
 def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, app_id: str,
                metrics: StreamMetrics, label: str | None = None) -> TableWriter:
     """Everything else before a topic's first write: its table (created, or checked, given
@@ -140,10 +152,7 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
             deletion vectors under ``--deletion-vectors off``.
     """
     schemas, place = located.schemas, located.labelled(label)
-    if config.history and schemas.key is not None and not ordered_by_commit(schemas):
-        raise JobError(f"table {place.path}: --history orders each key's versions by "
-                       f"{COMMIT_TS}, which {schemas.value.subject} lacks (TiCDC's "
-                       f"enable-tidb-extension=true)")
+    check_history(config, schemas, table=place.path)
     topic = place.topic
     session = spark.newSession()
     versions = {i: columns_for(config, schemas, columns=v)
@@ -195,6 +204,7 @@ class TableWriter:
         self.cadence = upkeep.Cadence.of(place.name, every=config.optimize_every,
                                          many=config.many)
         self.tombstones = False  # whether the guard may hold any (none: no join with it)
+        self.guard_made = False  # whether the table has its guard (made at the first delete)
         self.holding: list[DataFrame] = []  # cached while a batch is written
         metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
 
@@ -226,9 +236,11 @@ class TableWriter:
 
     @property
     def guarded(self) -> bool:
-        """Whether hard deletes leave tombstones in the guard (commit order without
-        ``--history``, whose table keeps its deleted versions)."""
-        return self.ordered and not self.config.history
+        """Whether deletes leave tombstones in the guard: commit order with hard deletes (a
+        soft-deleted row is its own tombstone; a ``--history`` table keeps its deleted
+        versions)."""
+        return (self.ordered and not self.config.history
+                and self.config.deletes is Deletes.HARD)
 
     def sync_table(self) -> None:
         """Evolve the table to the latest value version's columns, if they differ; give it its
@@ -245,8 +257,9 @@ class TableWriter:
         self.columns = want
         if self.guarded:
             assert self.schemas.key is not None
-            self.tombstones = ordering.open_guard(self.spark, self.path, columns=want,
-                                                  keys=self.schemas.key.field_names())
+            held = ordering.open_guard(self.spark, self.path, columns=want,
+                                       keys=self.schemas.key.field_names())
+            self.tombstones, self.guard_made = bool(held), held is not None
 
     def known(self, part: str) -> set[int]:
         """The schema ids of the key or value subject the writer has."""
@@ -284,7 +297,7 @@ class TableWriter:
         if not self.cadence.due(batch_id):
             return
         started = time.monotonic()
-        if self.guarded and self.config.deletes is Deletes.HARD:
+        if self.guarded and self.guard_made:
             ordering.expire(self.spark, self.path,
                             retention_ms=self.config.tombstone_retention_ms,
                             now_ms=int(time.time() * 1000))
@@ -370,7 +383,11 @@ class TableWriter:
         return rows
 
     def _record(self, winners: DataFrame, batch_id: int, *, keys: list[str]) -> None:
-        """Keep the tombstones of the keys `winners` delete in the guard."""
+        """Keep the tombstones of the keys `winners` delete in the guard (made first, at the
+        table's first delete)."""
+        if not self.guard_made:
+            ordering.create_guard(self.spark, self.path, columns=self.columns, keys=keys)
+            self.guard_made = True
         ordering.record(self.spark, self.path, winners=winners, keys=keys, app_id=self.app_id,
                         batch_id=batch_id)
 

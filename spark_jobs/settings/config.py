@@ -601,8 +601,8 @@ def _add_topics(parser: argparse.ArgumentParser, *, one: str, many: str) -> None
 
 
 def _check_history(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """``--history`` goes with commit order, a DELETE ending a version and Delta (one line for
-    a wrong mix)."""
+    """``--history`` goes with commit order and a DELETE ending a version (one line for a
+    wrong mix)."""
     if not args.history:
         return
     if args.order != "commit":
@@ -610,9 +610,6 @@ def _check_history(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     if args.deletes != Deletes.HARD.value:
         parser.error("--history keeps deleted rows already (a DELETE ends the key's version, "
                      "_deleted true): drop --deletes soft")
-    if args.format != TableFormat.DELTA.value:
-        parser.error("--history is for --format delta: the stream does not keep an Iceberg "
-                     "table's history (yet)")
 
 
 def _many(parser: argparse.ArgumentParser, args: argparse.Namespace

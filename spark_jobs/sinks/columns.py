@@ -14,12 +14,13 @@ from pyspark.sql import types as T
 from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions, for_spark
-from spark_jobs.decoding.transforms import BOOKKEEPING, decode, with_frames
+from spark_jobs.decoding.transforms import BOOKKEEPING, DELETED, decode, with_frames
 from spark_jobs.errors import JobError
 from spark_jobs.settings.config import Mode
+from spark_jobs.sinks.history import VALID_FROM
 
-__all__ = ["DELTA_WIDENINGS", "Evolution", "KAFKA_SCHEMA", "defaults", "describe", "difference",
-           "plan_evolution", "table_schema", "version_schemas"]
+__all__ = ["DELTA_WIDENINGS", "Evolution", "KAFKA_SCHEMA", "check_mode", "defaults", "describe",
+           "difference", "plan_evolution", "table_schema", "version_schemas"]
 
 KAFKA_SCHEMA = T.StructType([
     T.StructField("key", T.BinaryType()), T.StructField("value", T.BinaryType()),
@@ -33,6 +34,31 @@ _INTEGRAL_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
 
 DELTA_WIDENINGS = "a larger integer, float to double, a wider decimal, date to timestamp"
 """The type changes `_widens` allows, for errors."""
+
+
+def _made_with(columns: T.StructType, *, deleted: str) -> str:
+    """Which of ``--deletes hard``, ``--deletes soft`` and ``--history`` made a keyed table
+    with `columns` (`deleted`: the format's soft-deletes flag), and the columns that tell."""
+    names = describe(columns)
+    if VALID_FROM in names:
+        return f"--history (its columns have {VALID_FROM})"
+    if deleted in names:
+        return f"--deletes soft (its columns have {deleted})"
+    return f"--deletes hard (its columns lack {deleted})"
+
+
+def check_mode(have: T.StructType, latest: T.StructType, *, table: str,
+               deleted: str = DELETED) -> None:
+    """Refuse a table (its columns `have`) made in another delete mode than the one asked
+    (its columns would be `latest`).
+
+    Raises:
+        JobError: naming the `table`, its mode and the one asked.
+    """
+    made, asked = _made_with(have, deleted=deleted), _made_with(latest, deleted=deleted)
+    if made != asked:
+        raise JobError(f"{table} was made with {made}, not {asked.split(' (')[0]}: keep its "
+                       f"mode, or rebuild it into a new place")
 
 
 def table_schema(spark: SparkSession, schemas: TopicVersions) -> T.StructType:

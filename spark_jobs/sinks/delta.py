@@ -22,7 +22,7 @@ from spark_jobs.decoding.schemas import SubjectVersions
 from spark_jobs.decoding.transforms import DELETED
 from spark_jobs.errors import JobError, not_a_dead_letter_table, not_a_delta_table
 from spark_jobs.sinks import history, merge
-from spark_jobs.sinks.columns import Evolution, defaults, describe, difference
+from spark_jobs.sinks.columns import Evolution, check_mode, defaults, describe, difference
 from spark_jobs.sinks.upkeep import DELETION_VECTORS_PROPERTY
 from spark_jobs.sources.files import path_exists, qualified
 
@@ -60,25 +60,10 @@ def check_table(spark: SparkSession, path: str, *, topic: str,
         raise JobError(f"the Delta table at {path} mirrors topic {owner}, not {topic}")
     have = table.toDF().schema
     if not any(describe(have) == describe(v) for v in versions.values()):
-        made, asked = _made_with(have), _made_with(latest)
-        if made != asked:
-            raise JobError(f"the Delta table at {path} was made with {made}, not "
-                           f"{asked.split(' (')[0]}: keep its mode, or rebuild it into a new "
-                           f"path")
+        check_mode(have, latest, table=f"the Delta table at {path}")
         raise JobError(f"the Delta table at {path} is not a table of topic {topic}: it "
                        f"{difference(have, latest)} (compared with the latest version)")
     return True
-
-
-def _made_with(columns: T.StructType) -> str:
-    """Which of ``--deletes hard``, ``--deletes soft`` and ``--history`` made a keyed table
-    with `columns`, and the columns that tell."""
-    names = describe(columns)
-    if history.VALID_FROM in names:
-        return f"--history (its columns have {history.VALID_FROM})"
-    if DELETED in names:
-        return f"--deletes soft (its columns have {DELETED})"
-    return f"--deletes hard (its columns lack {DELETED})"
 
 
 CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
@@ -187,8 +172,7 @@ def merge_history(spark: SparkSession, path: str, *, changes: DataFrame, key_col
     table = DeltaTable.forPath(spark, path)
     values = [c for c in columns if c not in history.HISTORY_COLUMNS]
     source = history.changed_versions(changes, table.toDF(), keys=key_columns, values=values)
-    on = " AND ".join([f"t.`{k}` <=> s.`{k}`" for k in key_columns]
-                      + [f"t.`{history.VALID_FROM}` = s.`{history.VALID_FROM}`"])
+    on = history.merge_on(key_columns)
     with idempotent(spark, app_id=app_id, batch_id=batch_id):
         counts = history.history_clauses(table.alias("t").merge(source.alias("s"), on),
                                          columns).execute().collect()

@@ -29,6 +29,7 @@ and once per (app id, batch id) like every write of the stream.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -37,9 +38,8 @@ from pyspark.sql import types as T
 
 from spark_jobs.decoding.transforms import COMMIT_TS, DELETED, PHYSICAL_SHIFT
 
-__all__ = ["CURRENT", "ENDED", "HISTORY_COLUMNS", "OFFSET", "PARTITION", "VALID_FROM",
-           "VALID_TO", "changed_versions",
-           "history_clauses", "with_history"]
+__all__ = ["CURRENT", "DELTA", "ENDED", "HISTORY_COLUMNS", "OFFSET", "PARTITION", "VALID_FROM",
+           "VALID_TO", "Names", "changed_versions", "history_clauses", "merge_on", "with_history"]
 
 VALID_FROM = "_valid_from_ts"
 VALID_TO = "_valid_to_ts"
@@ -50,14 +50,32 @@ OFFSET = "_offset"
 HISTORY_COLUMNS = (VALID_FROM, VALID_TO, CURRENT, ENDED, PARTITION, OFFSET)
 
 
-def with_history(schema: T.StructType) -> T.StructType:
-    """A ``--history`` table's columns: `schema`'s and `HISTORY_COLUMNS`."""
+@dataclass(frozen=True, slots=True)
+class Names:
+    """The names of the ended flag and the partition column in a table format (Iceberg
+    reserves ``_deleted`` and ``_partition`` for metadata columns)."""
+
+    ended: str = ENDED
+    partition: str = PARTITION
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The history columns, in the table's order."""
+        return (VALID_FROM, VALID_TO, CURRENT, self.ended, self.partition, OFFSET)
+
+
+DELTA = Names()
+"""A Delta table's names: `HISTORY_COLUMNS`."""
+
+
+def with_history(schema: T.StructType, *, names: Names = DELTA) -> T.StructType:
+    """A ``--history`` table's columns: `schema`'s and the history columns (`names`)."""
     return T.StructType([*schema.fields,
                          T.StructField(VALID_FROM, T.LongType(), True),
                          T.StructField(VALID_TO, T.LongType(), True),
                          T.StructField(CURRENT, T.BooleanType(), True),
-                         T.StructField(ENDED, T.BooleanType(), True),
-                         T.StructField(PARTITION, T.IntegerType(), True),
+                         T.StructField(names.ended, T.BooleanType(), True),
+                         T.StructField(names.partition, T.IntegerType(), True),
                          T.StructField(OFFSET, T.LongType(), True)])
 
 
@@ -72,9 +90,9 @@ def _on(left: DataFrame, right: DataFrame, *, keys: list[str]) -> Column:
 
 
 def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
-                     values: list[str]) -> DataFrame:
+                     values: list[str], names: Names = DELTA) -> DataFrame:
     """The versions of the keys `changes` touch that are new or whose span changed, with the
-    table's columns (`values`, then `HISTORY_COLUMNS`).
+    table's columns (`values`, then the history columns, `names`).
 
     Args:
         changes: a decoded micro-batch (`values`, ``_op``, ``_partition``, ``_offset``,
@@ -82,8 +100,8 @@ def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
         table: the table's rows before the batch.
     """
     upsert = F.col("_op") == "upsert"
-    at = F.struct(F.col(PARTITION).alias("p"), F.col(OFFSET).alias("o"))
-    arrival = Window.partitionBy(*keys).orderBy(PARTITION, OFFSET)
+    at = F.struct(F.col("_partition").alias("p"), F.col("_offset").alias("o"))
+    arrival = Window.partitionBy(*keys).orderBy("_partition", "_offset")
     # The version each change is about: an upsert's own; a delete's, the upsert that arrived
     # just before it in the batch (else, below, the key's version that arrived last before).
     events = changes.withColumn("_version", F.when(upsert, F.col(COMMIT_TS)).otherwise(
@@ -91,7 +109,8 @@ def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
             arrival.rowsBetween(Window.unboundedPreceding, -1))))
     touched = events.select(*keys).distinct()
     old = table.join(touched, _on(table, touched, keys=keys), "left_semi")
-    last = old.groupBy(*keys).agg(F.max_by(VALID_FROM, at).alias("_arrived_last"))
+    old_at = F.struct(F.col(names.partition).alias("p"), F.col(OFFSET).alias("o"))
+    last = old.groupBy(*keys).agg(F.max_by(VALID_FROM, old_at).alias("_arrived_last"))
     events = (events.join(last, _on(events, last, keys=keys), "left")
               .drop(*[last[k] for k in keys])
               .withColumn("_version", F.coalesce("_version", "_arrived_last"))
@@ -112,7 +131,8 @@ def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
     both = batch.join(prior, [batch[k].eqNullSafe(prior[f"_old_{k}"]) for k in keys]
                       + [batch[VALID_FROM] == prior[f"_old_{VALID_FROM}"]], "full")
     seen = F.col("_last_op").isNotNull()
-    old_ended = F.coalesce(F.col(f"_old_{ENDED}"), F.lit(False))
+    ended = names.ended
+    old_ended = F.coalesce(F.col(f"_old_{ended}"), F.lit(False))
     # A version ended before keeps the earliest time of a delete sent again; one the batch sends
     # again was open again (that delete came before it), so only the batch's deletes count.
     ended_at = F.when(old_ended & F.col("_seen").isNull(),
@@ -121,30 +141,37 @@ def changed_versions(changes: DataFrame, table: DataFrame, *, keys: list[str],
     rows = both.select(
         *[F.coalesce(F.col(f"_old_{c}"), F.col(f"_row.`{c}`")).alias(c) for c in values],
         F.coalesce(F.col(f"_old_{VALID_FROM}"), F.col(VALID_FROM)).alias(VALID_FROM),
-        F.when(seen, F.col("_last_op") == "delete").otherwise(old_ended).alias(ENDED),
+        F.when(seen, F.col("_last_op") == "delete").otherwise(old_ended).alias(ended),
         F.when(seen, ended_at).otherwise(
             F.when(old_ended, F.col(f"_old_{VALID_TO}"))).alias("_ended_at"),
-        F.coalesce(F.col("_seen.p"), F.col(f"_old_{PARTITION}")).alias(PARTITION),
+        F.coalesce(F.col("_seen.p"), F.col(f"_old_{names.partition}")).alias(names.partition),
         F.coalesce(F.col("_seen.o"), F.col(f"_old_{OFFSET}")).alias(OFFSET),
         *[F.col(f"_old_{c}") for c in (VALID_TO, CURRENT, OFFSET)],
         F.col(f"_old_{VALID_FROM}").isNull().alias("_new"))
     by_commit = Window.partitionBy(*keys).orderBy(VALID_FROM)
     following = F.lead(VALID_FROM).over(by_commit)
     rows = rows.withColumn("_next", following).withColumns({
-        VALID_TO: F.when(F.col(ENDED), F.least(
+        VALID_TO: F.when(F.col(ended), F.least(
             F.greatest(F.coalesce("_ended_at", VALID_FROM), F.col(VALID_FROM)), F.col("_next"))
         ).otherwise(F.col("_next")),
-        CURRENT: F.col("_next").isNull() & ~F.col(ENDED)})
+        CURRENT: F.col("_next").isNull() & ~F.col(ended)})
     changed = (F.col("_new") | ~F.col(VALID_TO).eqNullSafe(F.col(f"_old_{VALID_TO}"))
                | ~F.col(CURRENT).eqNullSafe(F.col(f"_old_{CURRENT}"))
                | ~F.col(OFFSET).eqNullSafe(F.col(f"_old_{OFFSET}")))
-    return rows.where(changed).select(*values, *HISTORY_COLUMNS)
+    return rows.where(changed).select(*values, *names.columns)
 
 
-def history_clauses(builder: Any, columns: list[str]) -> Any:
+def history_clauses(builder: Any, columns: list[str], *, names: Names = DELTA) -> Any:
     """The MERGE of `changed_versions` into the table (its `columns`) on the key and
     `VALID_FROM`: a version's span, flags and last arrival change, a new version is inserted
     (`builder`: Delta's merge builder or a `merge.SqlMerge`; target ``t``, source ``s``)."""
-    span = {f"`{c}`": f"s.`{c}`" for c in HISTORY_COLUMNS if c != VALID_FROM}
+    span = {f"`{c}`": f"s.`{c}`" for c in names.columns if c != VALID_FROM}
     return builder.whenMatchedUpdate("true", span).whenNotMatchedInsert(
         "true", {f"`{c}`": f"s.`{c}`" for c in columns})
+
+
+def merge_on(keys: list[str]) -> str:
+    """The MERGE's condition: the same key (null-safe) and `VALID_FROM` (target ``t``, source
+    ``s``)."""
+    return " AND ".join([f"t.`{k}` <=> s.`{k}`" for k in keys]
+                        + [f"t.`{VALID_FROM}` = s.`{VALID_FROM}`"])

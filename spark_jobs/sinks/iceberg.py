@@ -22,15 +22,16 @@ from pyspark.sql import types as T
 from spark_jobs.decoding.schemas import SubjectVersions
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.settings.iceberg import CATALOG, IcebergCatalog
-from spark_jobs.sinks import merge
-from spark_jobs.sinks.columns import Evolution, defaults, describe, difference
+from spark_jobs.sinks import history, merge
+from spark_jobs.sinks.columns import Evolution, check_mode, defaults, describe, difference
 from spark_jobs.sources.files import path_exists
 
-__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "DELETED", "FILLING", "WIDENINGS", "Written",
-           "append_changes", "check_catalog", "check_table", "create_namespace", "create_table",
-           "drop", "evolve", "exists", "finish_fill", "iceberg_types", "identifier", "in_session",
-           "last_batch", "merge_changes", "rewrite", "snapshot_summary", "table_columns",
-           "use_catalog", "widens", "write_table"]
+__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "DELETED", "FILLING", "HISTORY", "WIDENINGS",
+           "Written", "append_changes", "check_catalog", "check_table", "create_namespace",
+           "create_table", "drop", "evolve", "exists", "finish_fill", "iceberg_types",
+           "identifier", "in_session", "last_batch", "merge_changes", "merge_history",
+           "rewrite", "snapshot_summary", "table_columns", "use_catalog", "widens",
+           "write_table"]
 
 APP_ID = "flatavro.app-id"
 BATCH_ID = "flatavro.batch-id"
@@ -42,6 +43,10 @@ TOPIC_PROPERTY = "flatavro.topic"
 DELETED = "__deleted"
 """A ``--deletes soft`` table's flag: Iceberg reserves ``_deleted`` (Delta's name) for a
 metadata column; ``__deleted`` is the name Debezium's new-record-state transform gives it."""
+
+HISTORY = history.Names(ended=DELETED, partition="__partition")
+"""A ``--history`` table's columns: `DELETED` and ``__partition`` for Delta's ``_deleted`` and
+``_partition`` (Iceberg's metadata columns)."""
 
 FILLING = "flatavro.filling"
 """Table property naming added columns whose default is not yet in the rows (`evolve`)."""
@@ -155,6 +160,7 @@ def check_table(spark: SparkSession, name: str, *, topic: str, warehouse: str | 
         raise JobError(f"the Iceberg table {name} mirrors topic {owner}, not {topic}")
     have = table_columns(spark, name)
     if not any(describe(have) == describe(iceberg_types(v)) for v in versions.values()):
+        check_mode(have, latest, table=f"the Iceberg table {name}", deleted=DELETED)
         raise JobError(f"the Iceberg table {name} is not a table of topic {topic}: it "
                        f"{difference(have, iceberg_types(latest))} (compared with the latest "
                        f"version)")
@@ -334,6 +340,26 @@ def merge_changes(spark: SparkSession, name: str, *, changes: DataFrame, key_col
     statement = merge.clauses(merge.SqlMerge(), merge.values(columns, soft=soft, deleted=DELETED),
                               ordered=ordered, soft=soft, deleted=DELETED).sql(
         target=identifier(name), source=view, on=on)
+    try:
+        with snapshot_summary(spark, app_id=app_id, batch_id=batch_id):
+            spark.sql(statement)
+    finally:
+        spark.catalog.dropTempView(view)
+    return _written(spark, name)
+
+
+def merge_history(spark: SparkSession, name: str, *, changes: DataFrame, key_columns: list[str],
+                  columns: list[str], app_id: str, batch_id: int) -> Written:
+    """MERGE a batch into a ``--history`` table (`history.changed_versions`, with `HISTORY`'s
+    names): new versions inserted, the spans that changed updated, as (`app_id`,
+    `batch_id`)."""
+    values = [c for c in columns if c not in HISTORY.columns]
+    source = history.changed_versions(in_session(spark, changes), spark.table(identifier(name)),
+                                      keys=key_columns, values=values, names=HISTORY)
+    view = f"flatavro_versions_{batch_id}"
+    source.createOrReplaceTempView(view)
+    statement = history.history_clauses(merge.SqlMerge(), columns, names=HISTORY).sql(
+        target=identifier(name), source=view, on=history.merge_on(key_columns))
     try:
         with snapshot_summary(spark, app_id=app_id, batch_id=batch_id):
             spark.sql(statement)

@@ -33,9 +33,9 @@ from spark_jobs.errors import JobError
 from spark_jobs.sinks.delta import idempotent
 from spark_jobs.sources.files import path_exists, qualified
 
-__all__ = ["GUARD_DIR", "check_guard_columns", "expire", "expired", "guard_columns", "guard_path",
-           "keyed", "open_guard", "record", "removed_commits", "tombstones_joined",
-           "with_tombstones"]
+__all__ = ["GUARD_DIR", "check_guard_columns", "create_guard", "expire", "expired",
+           "guard_columns", "guard_path", "keyed", "open_guard", "record", "removed_commits",
+           "tombstones_joined", "with_tombstones"]
 
 GUARD_DIR = "_flatavro_guard"
 """The guard's directory inside the table's."""
@@ -55,25 +55,30 @@ def guard_columns(columns: T.StructType, keys: list[str]) -> T.StructType:
 
 
 def open_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: list[str]
-               ) -> bool:
-    """Create the guard of the table at `path` when it has none; check an existing one.
-    Whether it holds any tombstone.
+               ) -> bool | None:
+    """Check the guard of the table at `path`: whether it holds any tombstone; None when the
+    table has no guard yet (`create_guard` makes it before the first delete's tombstone).
 
     Raises:
         JobError: the guard's columns are not the table's key columns (the key changed since
             it was made), naming both.
     """
-    want = guard_columns(columns, keys)
     guard = guard_path(path)
-    if path_exists(spark, guard, empty_is_absent=True):
-        check_guard_columns(DeltaTable.forPath(spark, guard).toDF().schema, want,
-                            guard=f"at {guard}", keys=keys,
-                            fix="move the table aside and rebuild it (docs/streaming.md, "
-                                "'Commit order')")
-        return not DeltaTable.forPath(spark, guard).toDF().isEmpty()
-    DeltaTable.createIfNotExists(spark).location(qualified(spark, guard)).addColumns(
-        want).execute()
-    return False
+    if not path_exists(spark, guard, empty_is_absent=True):
+        return None
+    check_guard_columns(DeltaTable.forPath(spark, guard).toDF().schema,
+                        guard_columns(columns, keys), guard=f"at {guard}", keys=keys,
+                        fix="move the table aside and rebuild it (docs/streaming.md, "
+                            "'Commit order')")
+    return not DeltaTable.forPath(spark, guard).toDF().isEmpty()
+
+
+def create_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: list[str]
+                 ) -> None:
+    """Make the (empty) guard of the table at `path` unless it exists: before the first
+    tombstone, so a table whose batches delete nothing costs no second table."""
+    DeltaTable.createIfNotExists(spark).location(qualified(spark, guard_path(path))).addColumns(
+        guard_columns(columns, keys)).execute()
 
 
 def check_guard_columns(have: T.StructType, want: T.StructType, *, guard: str, keys: list[str],

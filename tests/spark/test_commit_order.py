@@ -65,7 +65,9 @@ def test_tombstones_expire_after_the_retention_and_the_guard_keeps_its_key(
     columns = T.StructType([T.StructField("id", T.IntegerType()),
                             T.StructField("_tidb_commit_ts", T.LongType())])
     spark.createDataFrame([], columns).write.format("delta").save(path)
-    ordering.open_guard(spark, path, columns=columns, keys=["id"])
+    assert ordering.open_guard(spark, path, columns=columns, keys=["id"]) is None
+    ordering.create_guard(spark, path, columns=columns, keys=["id"])
+    assert ordering.open_guard(spark, path, columns=columns, keys=["id"]) is False
     now_ms = 1_764_000_000_000
     day = 86_400_000
     tombs = [(1, (now_ms - 8 * day) << 18), (2, (now_ms - 6 * day) << 18), (3, now_ms << 18)]

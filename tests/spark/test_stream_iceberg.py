@@ -414,6 +414,43 @@ def test_commit_order_never_takes_a_key_back_in_time(
                   }, f"seed {seed}"
 
 
+def test_history_keeps_every_version_placed_by_its_commit_ts(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    """--history into Iceberg on the replays above: the last snapshot holds the source's
+    versions computed by hand (``__deleted`` and ``__partition`` for Delta's ``_deleted`` and
+    ``_partition``, Iceberg's metadata columns); no snapshot's current rows go back in time;
+    the table opened without --history is refused."""
+    seed = order._seed()
+    source, parts = order._sent(seed)
+    topic = f"iceberg_history_{seed}"
+    create_topic(kafka, topic, order.PARTITIONS)
+    order.register_orders(service, topic)
+    config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.orders", history=True,
+                            max_offsets_per_trigger=16)
+    for number in range(2):  # the stream catches up after each half
+        for partition, changes in enumerate(parts):
+            half = -(-len(changes) // 2)
+            order.produce_sent(kafka, service, topic, partition,
+                               changes[number * half:(number + 1) * half])
+        run(spark, config)
+    table = load(tmp_path / "lake", "shop.orders")
+    snapshots = [(s.snapshot_id, table.scan(snapshot_id=s.snapshot_id).to_arrow().to_pylist())
+                 for s in table.snapshots()]
+    order._check_never_back([(v, [r for r in rows if r["_is_current"]]) for v, rows in snapshots],
+                            {c.ts: c for c in source}, seed=seed)
+    final = snapshots[-1][1]
+    assert {"__partition", "_offset"} <= final[0].keys()
+    got = {(r["id"], r["name"], r["_valid_from_ts"], r["_valid_to_ts"], r["_is_current"],
+            r[DELETED]) for r in final}
+    want = replay.scd2(source)
+    assert got == want, f"seed {seed}: {sorted(got - want)} / {sorted(want - got)}"
+    with pytest.raises(JobError, match=r"^the Iceberg table shop.orders was made with --history "
+                                       r"\(its columns have _valid_from_ts\), not --deletes "
+                                       r"hard"):
+        run(spark, dataclasses.replace(config, history=False))
+
+
 def test_an_iceberg_guards_tombstones_expire_and_its_key_is_checked(
         spark: SparkSession, tmp_path: Path) -> None:
     """The guard of ``--deletes hard`` in commit order, as `iceberg_guard` keeps it: made beside

@@ -45,17 +45,18 @@ def test_order_deletes_change_feed_and_tombstone_retention() -> None:
             for d in ("250ms", "30s", "90m", "2d")] == [250, 30_000, 5_400_000, 172_800_000]
 
 
-def test_history_is_asked_for_and_goes_with_commit_order_hard_deletes_and_delta() -> None:
+def test_history_is_asked_for_and_goes_with_commit_order_and_hard_deletes() -> None:
     assert parse_stream_args(ARGV).history is False
     assert parse_stream_args([*ARGV, "--history"]).history is True
+    iceberg = parse_stream_args([*[a if a != "p" else "shop.orders" for a in ARGV],
+                                 "--history", "--format", "iceberg", "--iceberg-warehouse", "/w"])
+    assert iceberg.history and iceberg.table_format.value == "iceberg"
 
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--order", "offset"], "--history orders versions by TiDB's commit ts: drop --order offset"),
     (["--deletes", "soft"], "--history keeps deleted rows already (a DELETE ends the key's "
                             "version, _deleted true): drop --deletes soft"),
-    (["--format", "iceberg", "--iceberg-warehouse", "/w"],
-     "--history is for --format delta: the stream does not keep an Iceberg table's history"),
 ])
 def test_history_refuses_what_it_does_not_go_with(extra: list[str], message: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,7 @@ import json
 import os
 import random
 import subprocess
+import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -35,12 +36,12 @@ from spark_jobs.jobs.stream import run
 from spark_jobs.settings.config import Deletes, StreamConfig, Trigger
 from tests.spark.test_bulk_read import encode, service  # noqa: F401  (fixture)
 from tests.spark.test_stream import create_topic
-from tests.spark.test_stream_recovery import cli, kill_at_random
+from tests.spark.test_stream_recovery import kill_at_random
 from tests.support import replay
 from tests.support.parts import ROOT, Broker
 from tests.support.replay import Change
 
-DDL = "CREATE TABLE shop.orders (id INT PRIMARY KEY, name VARCHAR(20), qty INT)"
+DDL = "CREATE TABLE shop.{table} (id INT PRIMARY KEY, name VARCHAR(20), qty INT)"
 PARTITIONS = 2
 TS = "_tidb_commit_ts"
 
@@ -51,9 +52,11 @@ def _seed() -> int:
     return seed
 
 
-def register_orders(http: httpx.Client, topic: str) -> None:
+def register_orders(http: httpx.Client, topic: str, table: str = "orders") -> None:
+    """shop.`table`'s schemas for `topic`, with ``_tidb_commit_ts``."""
     done = http.post("/v1/tables/register", json={
-        "ddl": DDL, "topic": topic, "options": {"enable_tidb_extension": True}})
+        "ddl": DDL.format(table=table), "topic": topic,
+        "options": {"enable_tidb_extension": True}})
     assert done.status_code == 200, done.text
 
 
@@ -239,40 +242,48 @@ def _check_guard_survives_vacuum(spark: SparkSession, path: str) -> None:
 def test_sigkill_in_commit_order_loses_and_doubles_nothing(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
         tmp_path: Path, keep: str) -> None:
-    """The stream in commit order (the guard, or --history) SIGKILLed at random moments while
-    TiCDC's replays arrive, then restarted: the final table equals the source (its versions,
-    with --history); no micro-batch is recorded twice by the table or the guard."""
+    """A whole database (two tables, `--topics` and a table template) in commit order (the
+    guard, or --history), SIGKILLed at random moments while TiCDC's replays arrive, then
+    restarted: each final table equals its source (its versions, with --history); no
+    micro-batch is recorded twice by a table or its guard."""
     seed = _seed()
     rng = random.Random(seed)
-    source = replay.history(rng, keys=20, commits=400)
-    parts = replay.by_partition(replay.sends(source, rng, restarts=6), PARTITIONS)
-    topic = f"order_kill_{keep}_{seed}"
-    create_topic(kafka, topic, PARTITIONS)
-    register_orders(service, topic)
-    for partition, changes in enumerate(parts):
-        produce_sent(kafka, service, topic, partition, changes)
-    config = _stream(tmp_path, kafka, service, topic, keep, history=keep == "history")
-    extra = ["--history"] if config.history else []
-    command = cli(config, "--trigger", "processing-time=1 seconds",
-                  "--max-offsets-per-trigger", "40", *extra)
+    sources = {}
+    for number in range(2):
+        topic, table = f"order_kill_{keep}_{seed}_{number}", f"orders{number}"
+        sources[table] = replay.history(rng, keys=10, commits=200)
+        create_topic(kafka, topic, PARTITIONS)
+        register_orders(service, topic, table)
+        parts = replay.by_partition(replay.sends(sources[table], rng, restarts=3), PARTITIONS)
+        for partition, changes in enumerate(parts):
+            produce_sent(kafka, service, topic, partition, changes)
+    lake = tmp_path / "lake"
+    command = [sys.executable, "-m", "spark_jobs.stream", "--topics",
+               ",".join(f"order_kill_{keep}_{seed}_{n}" for n in range(2)),
+               "--bootstrap-servers", kafka.bootstrap, "--service-url", str(service.base_url),
+               "--table-path-template", str(lake / "{database}" / "{table}"),
+               "--checkpoint", str(tmp_path / "checkpoint"), "--master", "local[2]",
+               *(["--history"] if keep == "history" else [])]
     for attempt in range(3):
-        kill_at_random(command, rng, tmp_path / f"{attempt}.log")
-    done = subprocess.run(cli(config, "--trigger", "available-now", *extra), cwd=ROOT,
+        kill_at_random([*command, "--trigger", "processing-time=1 seconds",
+                        "--max-offsets-per-trigger", "40"], rng, tmp_path / f"{attempt}.log")
+    done = subprocess.run([*command, "--trigger", "available-now"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
 
-    final = _versions(config.table_path)[-1][1]
-    if config.history:
-        got = {(r["id"], r["name"], r["_valid_from_ts"], r["_valid_to_ts"], r["_is_current"],
-                r["_deleted"]) for r in final}
-        want = replay.scd2(source)
-        assert got == want, f"seed {seed}: {sorted(got - want)} / {sorted(want - got)}"
-    else:
-        assert {r["id"]: r[TS] for r in final} == {
-            k: c.ts for k, c in replay.final_state(source).items()}, f"seed {seed}"
-    guard = [] if config.history else [f"{config.table_path}/_flatavro_guard"]
-    for path in [config.table_path, *guard]:
-        recorded = txn_versions(path)
-        assert recorded and max(recorded.values()) == 1, (
-            f"seed {seed}: {path} recorded a micro-batch twice: "
-            f"{[pair for pair, n in recorded.items() if n > 1]}")
+    for table, source in sources.items():
+        path = str(lake / "shop" / table)
+        final = _versions(path)[-1][1]
+        if keep == "history":
+            got = {(r["id"], r["name"], r["_valid_from_ts"], r["_valid_to_ts"],
+                    r["_is_current"], r["_deleted"]) for r in final}
+            want = replay.scd2(source)
+            assert got == want, f"seed {seed}: {table}: {sorted(got - want)} / {sorted(want - got)}"
+        else:
+            assert {r["id"]: r[TS] for r in final} == {
+                k: c.ts for k, c in replay.final_state(source).items()}, f"seed {seed}: {table}"
+        for delta_log in [path, *([] if keep == "history" else [f"{path}/_flatavro_guard"])]:
+            recorded = txn_versions(delta_log)
+            assert recorded and max(recorded.values()) == 1, (
+                f"seed {seed}: {delta_log} recorded a micro-batch twice: "
+                f"{[pair for pair, n in recorded.items() if n > 1]}")
