@@ -334,15 +334,22 @@ def merge_changes(spark: SparkSession, name: str, *, changes: DataFrame, key_col
                   columns: list[str], app_id: str, batch_id: int, ordered: bool = False,
                   soft: bool = False) -> Written:
     """MERGE INTO the table (`merge.clauses`, as for Delta), as (`app_id`, `batch_id`)."""
-    view = f"flatavro_changes_{batch_id}"
-    in_session(spark, changes).createOrReplaceTempView(view)
     on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns)
-    statement = merge.clauses(merge.SqlMerge(), merge.values(columns, soft=soft, deleted=DELETED),
-                              ordered=ordered, soft=soft, deleted=DELETED).sql(
-        target=identifier(name), source=view, on=on)
+    sql = merge.clauses(merge.SqlMerge(), merge.values(columns, soft=soft, deleted=DELETED),
+                        ordered=ordered, soft=soft, deleted=DELETED)
+    return _merge(spark, name, source=in_session(spark, changes), sql=sql, on=on,
+                  app_id=app_id, batch_id=batch_id)
+
+
+def _merge(spark: SparkSession, name: str, *, source: DataFrame, sql: merge.SqlMerge, on: str,
+           app_id: str, batch_id: int) -> Written:
+    """Run `sql`'s MERGE of `source` (a DataFrame of `spark`) INTO the table ON `on`, as
+    (`app_id`, `batch_id`); what it committed."""
+    view = f"flatavro_changes_{batch_id}"
+    source.createOrReplaceTempView(view)
     try:
         with snapshot_summary(spark, app_id=app_id, batch_id=batch_id):
-            spark.sql(statement)
+            spark.sql(sql.sql(target=identifier(name), source=view, on=on))
     finally:
         spark.catalog.dropTempView(view)
     return _written(spark, name)
@@ -356,16 +363,9 @@ def merge_history(spark: SparkSession, name: str, *, changes: DataFrame, key_col
     values = [c for c in columns if c not in HISTORY.columns]
     source = history.changed_versions(in_session(spark, changes), spark.table(identifier(name)),
                                       keys=key_columns, values=values, names=HISTORY)
-    view = f"flatavro_versions_{batch_id}"
-    source.createOrReplaceTempView(view)
-    statement = history.history_clauses(merge.SqlMerge(), columns, names=HISTORY).sql(
-        target=identifier(name), source=view, on=history.merge_on(key_columns))
-    try:
-        with snapshot_summary(spark, app_id=app_id, batch_id=batch_id):
-            spark.sql(statement)
-    finally:
-        spark.catalog.dropTempView(view)
-    return _written(spark, name)
+    return _merge(spark, name, source=source,
+                  sql=history.history_clauses(merge.SqlMerge(), columns, names=HISTORY),
+                  on=history.merge_on(key_columns), app_id=app_id, batch_id=batch_id)
 
 
 def append_changes(spark: SparkSession, df: DataFrame, *, name: str, app_id: str,

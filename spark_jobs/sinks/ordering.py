@@ -30,12 +30,12 @@ from spark_jobs.decoding.transforms import (
     TOMBSTONE,
 )
 from spark_jobs.errors import JobError
-from spark_jobs.sinks.delta import idempotent
+from spark_jobs.sinks.delta import append_changes
 from spark_jobs.sources.files import path_exists, qualified
 
 __all__ = ["GUARD_DIR", "check_guard_columns", "create_guard", "expire", "expired",
-           "guard_columns", "guard_path", "keyed", "open_guard", "record", "removed_commits",
-           "tombstones_joined", "with_tombstones"]
+           "guard_columns", "guard_path", "keyed", "newest", "open_guard", "record",
+           "removed_commits", "tombstones_joined", "with_tombstones"]
 
 GUARD_DIR = "_flatavro_guard"
 """The guard's directory inside the table's."""
@@ -110,8 +110,9 @@ def keyed(rows: DataFrame, other: DataFrame, *, keys: list[str], prefix: str) ->
 
 def with_tombstones(spark: SparkSession, path: str, *, winners: DataFrame, keys: list[str]
                     ) -> DataFrame:
-    """`winners` with `TOMBSTONE`: the commit ts of its key's tombstone, null when none."""
-    return tombstones_joined(winners, _guard(spark, path), keys=keys)
+    """`winners` with `TOMBSTONE`: the commit ts of its key's newest tombstone, null when
+    none."""
+    return tombstones_joined(winners, newest(_guard(spark, path), keys=keys), keys=keys)
 
 
 def tombstones_joined(winners: DataFrame, guard: DataFrame, *, keys: list[str]) -> DataFrame:
@@ -124,11 +125,18 @@ def removed_commits(winners: DataFrame, rows: DataFrame, *, keys: list[str]) -> 
     """The tombstones of the keys the batch deletes (`winners`: `in_commit_order`): each key
     with the commit ts of what its delete removed, the highest of its row in the table (`rows`:
     the table's key columns and commit ts, read before the batch's MERGE) and the batch's
-    `BOUND`; none for a key that had neither."""
+    `BOUND`; none for a key that had neither.
+
+    The table's rows of those keys are a semi join with the (few) deleted keys, which Spark
+    broadcasts, not a join of the deleted keys with the whole table (a shuffle of both sides:
+    as long as the table's own MERGE; docs/speed.md)."""
     deleted = winners.where(F.col(HAS_DELETE))
-    joined = keyed(deleted, rows.select(*keys, COMMIT_TS), keys=keys, prefix="_row_")
-    removed = F.greatest(F.col(f"_row_{COMMIT_TS}"), F.col(BOUND))
-    return joined.select(*keys, removed.alias(COMMIT_TS)).where(F.col(COMMIT_TS).isNotNull())
+    wanted = deleted.select(*[F.col(k).alias(f"_deleted_{k}") for k in keys])
+    removed = rows.join(wanted, [rows[k].eqNullSafe(wanted[f"_deleted_{k}"]) for k in keys],
+                        "left_semi").select(*keys, COMMIT_TS)
+    bounds = deleted.select(*keys, F.col(BOUND).alias(COMMIT_TS))
+    return (removed.unionByName(bounds).groupBy(*keys).agg(F.max(COMMIT_TS).alias(COMMIT_TS))
+            .where(F.col(COMMIT_TS).isNotNull()))
 
 
 def expired(*, retention_ms: int, now_ms: int) -> Column:
@@ -140,20 +148,30 @@ def record(spark: SparkSession, path: str, *, winners: DataFrame, keys: list[str
            app_id: str, batch_id: int) -> None:
     """Keep a tombstone for each key the batch deletes (`winners`: `in_commit_order`), with the
     commit ts of what the delete removed: the highest of the row in the table (read before the
-    batch's MERGE) and the batch's `BOUND`; a key's tombstone keeps the highest. Skipped by
-    Delta when the guard has this (app id, batch id) already. (A batch that deletes nothing
-    writes nothing here: its re-run decides the same.)"""
+    batch's MERGE) and the batch's `BOUND`. Appended, once per (app id, batch id) like every
+    write of the stream: a key may have several tombstones, and its newest counts
+    (`with_tombstones`; `expire` keeps one per key). (A MERGE into the guard cost as much as
+    the table's own MERGE: docs/speed.md. A batch that deletes nothing writes nothing here:
+    its re-run decides the same.)"""
     source = removed_commits(winners, DeltaTable.forPath(spark, path).toDF(), keys=keys)
-    on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
-    with idempotent(spark, app_id=app_id, batch_id=batch_id):
-        (DeltaTable.forPath(spark, guard_path(path)).alias("t").merge(source.alias("s"), on)
-         .whenMatchedUpdate(f"s.{COMMIT_TS} > t.{COMMIT_TS}",
-                            {COMMIT_TS: F.col(f"s.{COMMIT_TS}")})
-         .whenNotMatchedInsertAll().execute())
+    append_changes(source, guard_path(path), app_id=app_id, batch_id=batch_id)
 
 
 def expire(spark: SparkSession, path: str, *, retention_ms: int, now_ms: int) -> None:
-    """Remove the tombstones whose commit is older than `retention_ms` before `now_ms` (a
-    replay cannot reach back that far; docs/streaming.md, "Commit order")."""
-    DeltaTable.forPath(spark, guard_path(path)).delete(
-        expired(retention_ms=retention_ms, now_ms=now_ms))
+    """Keep each key's newest tombstone unless its commit is older than `retention_ms` before
+    `now_ms` (a replay cannot reach back that far; docs/streaming.md, "Commit order"): the
+    guard rewritten in one commit, nothing removed when nothing has to be."""
+    guard = _guard(spark, path)
+    keys = [c for c in guard.columns if c != COMMIT_TS]
+    kept = newest(guard, keys=keys).where(~expired(retention_ms=retention_ms, now_ms=now_ms))
+    kept = kept.persist()
+    try:
+        if kept.count() < guard.count():
+            kept.write.format("delta").mode("overwrite").save(guard_path(path))
+    finally:
+        kept.unpersist()
+
+
+def newest(guard: DataFrame, *, keys: list[str]) -> DataFrame:
+    """Each key's newest tombstone among a guard's rows."""
+    return guard.groupBy(*keys).agg(F.max(COMMIT_TS).alias(COMMIT_TS))

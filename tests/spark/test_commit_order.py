@@ -70,12 +70,15 @@ def test_tombstones_expire_after_the_retention_and_the_guard_keeps_its_key(
     assert ordering.open_guard(spark, path, columns=columns, keys=["id"]) is False
     now_ms = 1_764_000_000_000
     day = 86_400_000
-    tombs = [(1, (now_ms - 8 * day) << 18), (2, (now_ms - 6 * day) << 18), (3, now_ms << 18)]
+    # The guard is appended to: a key deleted twice has two tombstones, the newest counts.
+    tombs = [(1, (now_ms - 8 * day) << 18), (2, (now_ms - 6 * day) << 18), (3, now_ms << 18),
+             (3, (now_ms - 9 * day) << 18), (2, (now_ms - 7 * day) << 18)]
     spark.createDataFrame(tombs, "id int, _tidb_commit_ts long").write.format("delta").mode(
         "append").save(ordering.guard_path(path))
     ordering.expire(spark, path, retention_ms=7 * day, now_ms=now_ms)
     left = spark.read.format("delta").load(ordering.guard_path(path))
-    assert sorted(r["id"] for r in left.collect()) == [2, 3]
+    assert sorted((r["id"], r["_tidb_commit_ts"]) for r in left.collect()) == [
+        (2, (now_ms - 6 * day) << 18), (3, now_ms << 18)]
     # A table whose key changed since its guard was made is refused, naming both.
     other = T.StructType([T.StructField("sku", T.StringType()), *columns.fields])
     with pytest.raises(JobError, match=r"holds columns id, _tidb_commit_ts, not the table's "

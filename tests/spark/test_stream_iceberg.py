@@ -352,6 +352,23 @@ def test_bulk_read_of_a_database_into_iceberg_tables_named_by_the_template(
         bulk_read.run(spark, job)
 
 
+def replayed_snapshots(spark: SparkSession, broker: Broker, http: httpx.Client,
+                       config: StreamConfig, parts: list[list[replay.Change]]
+                       ) -> list[tuple[int, list[dict[str, Any]]]]:
+    """Send each partition's changes (`parts`) in two halves, the stream catching up after
+    each; every snapshot of the table ``shop.orders`` then, read by PyIceberg."""
+    for number in range(2):
+        for partition, changes in enumerate(parts):
+            half = -(-len(changes) // 2)
+            order.produce_sent(broker, http, config.topic, partition,
+                               changes[number * half:(number + 1) * half])
+        run(spark, config)
+    assert config.iceberg is not None and config.iceberg.warehouse is not None
+    table = load(Path(config.iceberg.warehouse), "shop.orders")
+    return [(s.snapshot_id, table.scan(snapshot_id=s.snapshot_id).to_arrow().to_pylist())
+            for s in table.snapshots()]
+
+
 @pytest.mark.parametrize("deletes", [Deletes.SOFT, Deletes.HARD])
 def test_commit_order_never_takes_a_key_back_in_time(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
@@ -368,15 +385,7 @@ def test_commit_order_never_takes_a_key_back_in_time(
     order.register_orders(service, topic)
     config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.orders",
                             deletes=deletes, max_offsets_per_trigger=16)
-    for number in range(2):  # the stream catches up after each half
-        for partition, changes in enumerate(parts):
-            half = -(-len(changes) // 2)
-            order.produce_sent(kafka, service, topic, partition,
-                           changes[number * half:(number + 1) * half])
-        run(spark, config)
-    table = load(tmp_path / "lake", "shop.orders")
-    snapshots = [(s.snapshot_id, table.scan(snapshot_id=s.snapshot_id).to_arrow().to_pylist())
-                 for s in table.snapshots()]
+    snapshots = replayed_snapshots(spark, kafka, service, config, parts)
     order._check_never_back(snapshots, {c.ts: c for c in source}, seed=seed)
     present = replay.final_state(source)
     if deletes is Deletes.SOFT:
@@ -428,15 +437,7 @@ def test_history_keeps_every_version_placed_by_its_commit_ts(
     order.register_orders(service, topic)
     config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.orders", history=True,
                             max_offsets_per_trigger=16)
-    for number in range(2):  # the stream catches up after each half
-        for partition, changes in enumerate(parts):
-            half = -(-len(changes) // 2)
-            order.produce_sent(kafka, service, topic, partition,
-                               changes[number * half:(number + 1) * half])
-        run(spark, config)
-    table = load(tmp_path / "lake", "shop.orders")
-    snapshots = [(s.snapshot_id, table.scan(snapshot_id=s.snapshot_id).to_arrow().to_pylist())
-                 for s in table.snapshots()]
+    snapshots = replayed_snapshots(spark, kafka, service, config, parts)
     order._check_never_back([(v, [r for r in rows if r["_is_current"]]) for v, rows in snapshots],
                             {c.ts: c for c in source}, seed=seed)
     final = snapshots[-1][1]
