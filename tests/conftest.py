@@ -36,8 +36,8 @@ _FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
 
 
 _LONG_FILES = {"test_cluster.py": 10, "test_stream_recovery.py": 9,
-               "test_object_store.py": 8.5, "test_stream_order.py": 8,
-               "test_stream_iceberg.py": 7, "test_stream_database.py": 6.5,
+               "test_object_store.py": 8.5, "test_stream_order.py": 6,
+               "test_stream_iceberg.py": 7.5, "test_stream_database.py": 6.5,
                "test_stream_table_health.py": 4,
                "test_broker_restarts.py": 3,
                "test_bridge_protocols.py": 2.3, "test_readme_streaming.py": 2.1,
