@@ -43,16 +43,19 @@ class SparkCluster:
     stdout/stderr under ``<app-id>/<executor-id>/``)."""
 
     def __init__(self, base: Path, *, workers: int = 2, memory: str = "1g",
-                 defaults: str = TEST_DEFAULTS, c1_jit: bool = True) -> None:
+                 defaults: str = TEST_DEFAULTS, c1_jit: bool = True,
+                 interpreted: bool = True) -> None:
         """Start a master and `workers` workers (1 core, `memory` each) in `base`, with
         `defaults` (spark-defaults.conf lines) as the jobs' settings and every JVM on the C1
-        JIT alone unless `c1_jit` is false (jvm_archive.cluster_env); fail loudly (never skip)
+        JIT alone unless `c1_jit` is false and with interpreted expressions unless
+        `interpreted` is false (jvm_archive.cluster_env); fail loudly (never skip)
         when they are not all up within START_SECONDS."""
-        self.base, self.memory = base, memory
+        self.base, self.memory, self.interpreted = base, memory, interpreted
         self.port, self.web_port = free_port(), free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.web_url = f"http://127.0.0.1:{self.web_port}"
-        self.env = {**os.environ, **jvm_archive.cluster_env(defaults, c1_jit=c1_jit),
+        self.env = {**os.environ, **jvm_archive.cluster_env(defaults, c1_jit=c1_jit,
+                                                                interpreted=interpreted),
                     "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1"}
         self.master = self._spawn("master", MASTER_CLASS, "--host", "127.0.0.1", "--port",
                                   str(self.port), "--webui-port", str(self.web_port))
@@ -71,7 +74,8 @@ class SparkCluster:
         home = spark_home()
         env = {**self.env, "SPARK_HOME": str(home), "SPARK_DAEMON_MEMORY": "512m",
                "SPARK_DAEMON_JAVA_OPTS": " ".join(
-                   ["-XX:+UseSerialGC", *jvm_archive.jvm_options()]),
+                   ["-XX:+UseSerialGC", *jvm_archive.jvm_options(
+                       interpreted=self.interpreted)]),
                "SPARK_LOCAL_DIRS": str(self.base / f"{name}-tmp")}
         with (self.base / f"{name}.log").open("ab") as log:
             return subprocess.Popen([str(home / "bin" / "spark-class"), main_class, *args],

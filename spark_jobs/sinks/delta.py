@@ -157,7 +157,7 @@ def merge_changes(spark: SparkSession, path: str, *, changes: DataFrame,
         them (no history read); None when Delta skipped the batch.
     """
     assigned = merge.values(columns, soft=soft)
-    on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns)
+    on = merge.key_on(key_columns)
     with idempotent(spark, app_id=app_id, batch_id=batch_id):
         builder = DeltaTable.forPath(spark, path).alias("t").merge(changes.alias("s"), on)
         counts = merge.clauses(builder, assigned, ordered=ordered,

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from spark_jobs.decoding.transforms import COMMIT_TS, DELETED, PHYSICAL_SHIFT
+from spark_jobs.sinks import merge
 
 __all__ = ["CURRENT", "DELTA", "ENDED", "HISTORY_COLUMNS", "OFFSET", "PARTITION", "VALID_FROM",
            "VALID_TO", "Names", "changed_versions", "history_clauses", "merge_on", "with_history"]
@@ -47,7 +48,6 @@ CURRENT = "_is_current"
 ENDED = DELETED
 PARTITION = "_partition"
 OFFSET = "_offset"
-HISTORY_COLUMNS = (VALID_FROM, VALID_TO, CURRENT, ENDED, PARTITION, OFFSET)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,9 @@ class Names:
 
 
 DELTA = Names()
-"""A Delta table's names: `HISTORY_COLUMNS`."""
+"""A Delta table's names."""
+HISTORY_COLUMNS = DELTA.columns
+"""A Delta history table's history columns."""
 
 
 def with_history(schema: T.StructType, *, names: Names = DELTA) -> T.StructType:
@@ -173,5 +175,4 @@ def history_clauses(builder: Any, columns: list[str], *, names: Names = DELTA) -
 def merge_on(keys: list[str]) -> str:
     """The MERGE's condition: the same key (null-safe) and `VALID_FROM` (target ``t``, source
     ``s``)."""
-    return " AND ".join([f"t.`{k}` <=> s.`{k}`" for k in keys]
-                        + [f"t.`{VALID_FROM}` = s.`{VALID_FROM}`"])
+    return f"{merge.key_on(keys)} AND t.`{VALID_FROM}` = s.`{VALID_FROM}`"

@@ -334,7 +334,7 @@ def merge_changes(spark: SparkSession, name: str, *, changes: DataFrame, key_col
                   columns: list[str], app_id: str, batch_id: int, ordered: bool = False,
                   soft: bool = False) -> Written:
     """MERGE INTO the table (`merge.clauses`, as for Delta), as (`app_id`, `batch_id`)."""
-    on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in key_columns)
+    on = merge.key_on(key_columns)
     sql = merge.clauses(merge.SqlMerge(), merge.values(columns, soft=soft, deleted=DELETED),
                         ordered=ordered, soft=soft, deleted=DELETED)
     return _merge(spark, name, source=in_session(spark, changes), sql=sql, on=on,

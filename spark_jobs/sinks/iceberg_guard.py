@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from spark_jobs.decoding.transforms import COMMIT_TS, PHYSICAL_SHIFT
-from spark_jobs.sinks import ordering
+from spark_jobs.sinks import merge, ordering
 from spark_jobs.sinks.iceberg import (
     exists,
     identifier,
@@ -85,7 +85,7 @@ def record(spark: SparkSession, name: str, *, winners: DataFrame, keys: list[str
                                       spark.table(identifier(name)), keys=keys)
     view = f"flatavro_tombstones_{batch_id}"
     source.createOrReplaceTempView(view)
-    on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+    on = merge.key_on(keys)
     try:
         with snapshot_summary(spark, app_id=app_id, batch_id=batch_id):
             spark.sql(f"MERGE INTO {identifier(guard_name(name))} t USING {view} s ON {on} "

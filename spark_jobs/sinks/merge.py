@@ -17,7 +17,13 @@ from spark_jobs.decoding.transforms import (
     TOMBSTONE,
 )
 
-__all__ = ["SqlMerge", "clauses", "values"]
+__all__ = ["SqlMerge", "clauses", "key_on", "values"]
+
+
+def key_on(keys: list[str]) -> str:
+    """A MERGE's condition on the key: each of `keys` equal, null-safe (target ``t``, source
+    ``s``; a key column of a TiDB table without a primary key may be null)."""
+    return " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
 
 
 def values(columns: list[str], *, soft: bool, deleted: str = DELETED) -> dict[str, str]:
