@@ -103,7 +103,8 @@ def cluster_env(defaults: str, *, c1_jit: bool = True, interpreted: bool = True
     """``SPARK_CONF_DIR`` and ``SPARK_SUBMIT_OPTS`` for a standalone cluster's daemons and
     the jobs sent to it: `defaults` (spark-defaults.conf lines) become the ``-Dspark.*``
     system properties a driver reads as its conf, the executors' JVM options get the
-    driver's (their class path is the driver's: the same conf folder, the same jars)."""
+    driver's but `INTERPRETED` (their class path is the driver's: the same conf folder, the
+    same jars)."""
     conf_dir().mkdir(parents=True, exist_ok=True)
     settings = {}
     for line in defaults.splitlines():
@@ -112,7 +113,10 @@ def cluster_env(defaults: str, *, c1_jit: bool = True, interpreted: bool = True
             settings[name] = value.strip()
     options = jvm_options(c1_jit=c1_jit, interpreted=interpreted)
     driver = settings.pop("spark.driver.extraJavaOptions", "").split()
-    executor = [*settings.pop("spark.executor.extraJavaOptions", "").split(), *options]
+    # Spark refuses spark.* properties among an executor's JVM options; a driver's SQL
+    # settings (INTERPRETED) reach its tasks anyway.
+    executor = [*settings.pop("spark.executor.extraJavaOptions", "").split(),
+                *jvm_options(c1_jit=c1_jit, interpreted=False)]
     if executor:
         settings["spark.executor.extraJavaOptions"] = " ".join(executor)
     submit = [*options, *driver, *(f'"-D{name}={value}"' for name, value in settings.items())]

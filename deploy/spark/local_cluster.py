@@ -50,7 +50,7 @@ class SparkCluster:
         JIT alone unless `c1_jit` is false and with interpreted expressions unless
         `interpreted` is false (jvm_archive.cluster_env); fail loudly (never skip)
         when they are not all up within START_SECONDS."""
-        self.base, self.memory, self.interpreted = base, memory, interpreted
+        self.base, self.memory = base, memory
         self.port, self.web_port = free_port(), free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.web_url = f"http://127.0.0.1:{self.web_port}"
@@ -74,8 +74,7 @@ class SparkCluster:
         home = spark_home()
         env = {**self.env, "SPARK_HOME": str(home), "SPARK_DAEMON_MEMORY": "512m",
                "SPARK_DAEMON_JAVA_OPTS": " ".join(
-                   ["-XX:+UseSerialGC", *jvm_archive.jvm_options(
-                       interpreted=self.interpreted)]),
+                   ["-XX:+UseSerialGC", *jvm_archive.jvm_options(interpreted=False)]),
                "SPARK_LOCAL_DIRS": str(self.base / f"{name}-tmp")}
         with (self.base / f"{name}.log").open("ab") as log:
             return subprocess.Popen([str(home / "bin" / "spark-class"), main_class, *args],
