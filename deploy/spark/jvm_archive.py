@@ -37,13 +37,14 @@ C1_CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"
 compilation's 240 MB, and C1 compiles much more: a driver that writes 20 tables filled it
 ("Out of space in CodeCache for adapters"); the tiered size again."""
 
-INTERPRETED = ("-Dspark.sql.codegen.wholeStage=false",
-               "-Dspark.sql.codegen.factoryMode=NO_CODEGEN")
-"""The tests' micro-batches are a few rows: Spark's interpreted expressions cost less than
-generating and compiling Java for each new plan (a cold driver's stream of 50 changes: 17 s and
-20 CPU-s instead of 22 s and 25; the commit-order replay test: 229 s instead of 276; the same
-results, Spark falls back to them whenever code generation fails). Benchmarks and users keep
-Spark's defaults."""
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
+               "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+"""Spark settings of the tests' drivers: their micro-batches are a few rows, and Spark's
+interpreted expressions cost less than generating and compiling Java for each new plan (a
+cold driver's stream of 50 changes: 17 s and 20 CPU-s instead of 22 s and 25; the
+commit-order replay test: 229 s instead of 276; the same results, Spark falls back to them
+whenever code generation fails). A driver's SQL settings reach its tasks. Benchmarks and users
+keep Spark's defaults."""
 
 TRAIN_SECONDS = 300
 
@@ -77,13 +78,10 @@ def archive() -> Path:
     return cache() / f"spark-driver-{digest.hexdigest()[:16]}.jsa"
 
 
-def jvm_options(*, c1_jit: bool = True, interpreted: bool = True) -> list[str]:
+def jvm_options(*, c1_jit: bool = True) -> list[str]:
     """The JVM options of a Spark JVM in the tests: the C1 JIT alone unless `c1_jit` is false
-    (a session that lives as long as the test run), `INTERPRETED` unless `interpreted` is
-    false (a benchmark), the archive when it exists."""
+    (a session that lives as long as the test run), the archive when it exists."""
     options = [C1_JIT, C1_CODE_CACHE] if c1_jit else []
-    if interpreted:
-        options += INTERPRETED
     path = archive()
     if path.exists():
         options.append(f"-XX:SharedArchiveFile={path}")
@@ -95,28 +93,26 @@ def driver_env(*, c1_jit: bool = True) -> dict[str, str]:
     job run as ``python -m spark_jobs...``)."""
     conf_dir().mkdir(parents=True, exist_ok=True)
     return {"SPARK_CONF_DIR": str(conf_dir()),
-            "SPARK_SUBMIT_OPTS": " ".join(jvm_options(c1_jit=c1_jit))}
+            "SPARK_SUBMIT_OPTS": " ".join([*jvm_options(c1_jit=c1_jit),
+                                           *(f"-D{k}={v}" for k, v in INTERPRETED.items())])}
 
 
 def cluster_env(defaults: str, *, c1_jit: bool = True, interpreted: bool = True
                 ) -> dict[str, str]:
     """``SPARK_CONF_DIR`` and ``SPARK_SUBMIT_OPTS`` for a standalone cluster's daemons and
     the jobs sent to it: `defaults` (spark-defaults.conf lines) become the ``-Dspark.*``
-    system properties a driver reads as its conf, the executors' JVM options get the
-    driver's but `INTERPRETED` (their class path is the driver's: the same conf folder, the
-    same jars)."""
+    system properties a driver reads as its conf (after `INTERPRETED` unless `interpreted` is
+    false: a benchmark), the executors' JVM options get the driver's (their class path is the
+    driver's: the same conf folder, the same jars)."""
     conf_dir().mkdir(parents=True, exist_ok=True)
-    settings = {}
+    settings = dict(INTERPRETED) if interpreted else {}
     for line in defaults.splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             name, _, value = line.strip().partition(" ")
             settings[name] = value.strip()
-    options = jvm_options(c1_jit=c1_jit, interpreted=interpreted)
+    options = jvm_options(c1_jit=c1_jit)
     driver = settings.pop("spark.driver.extraJavaOptions", "").split()
-    # Spark refuses spark.* properties among an executor's JVM options; a driver's SQL
-    # settings (INTERPRETED) reach its tasks anyway.
-    executor = [*settings.pop("spark.executor.extraJavaOptions", "").split(),
-                *jvm_options(c1_jit=c1_jit, interpreted=False)]
+    executor = [*settings.pop("spark.executor.extraJavaOptions", "").split(), *options]
     if executor:
         settings["spark.executor.extraJavaOptions"] = " ".join(executor)
     submit = [*options, *driver, *(f'"-D{name}={value}"' for name, value in settings.items())]

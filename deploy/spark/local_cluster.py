@@ -74,7 +74,7 @@ class SparkCluster:
         home = spark_home()
         env = {**self.env, "SPARK_HOME": str(home), "SPARK_DAEMON_MEMORY": "512m",
                "SPARK_DAEMON_JAVA_OPTS": " ".join(
-                   ["-XX:+UseSerialGC", *jvm_archive.jvm_options(interpreted=False)]),
+                   ["-XX:+UseSerialGC", *jvm_archive.jvm_options()]),
                "SPARK_LOCAL_DIRS": str(self.base / f"{name}-tmp")}
         with (self.base / f"{name}.log").open("ab") as log:
             return subprocess.Popen([str(home / "bin" / "spark-class"), main_class, *args],

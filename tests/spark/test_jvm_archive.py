@@ -57,10 +57,10 @@ def test_cluster_settings_become_properties_and_executors_get_the_archive() -> N
                                   "spark.driver.extraJavaOptions -Xss8m\n")
     archive = f"-XX:SharedArchiveFile={jvm_archive.build()}"
     c1 = f"{jvm_archive.C1_JIT} {jvm_archive.C1_CODE_CACHE}"
-    interpreted = " ".join(jvm_archive.INTERPRETED)
+    interpreted = " ".join(f'"-D{k}={v}"' for k, v in jvm_archive.INTERPRETED.items())
     assert env["SPARK_CONF_DIR"] == str(jvm_archive.conf_dir())
     assert not any(jvm_archive.conf_dir().iterdir())
     # Spark refuses an executor's JVM options with spark.* properties in them.
     assert env["SPARK_SUBMIT_OPTS"] == (
-        f'{c1} {interpreted} {archive} -Xss8m "-Dspark.locality.wait=0" '
+        f'{c1} {archive} -Xss8m {interpreted} "-Dspark.locality.wait=0" '
         f'"-Dspark.executor.extraJavaOptions=-Xss4m {c1} {archive}"')
