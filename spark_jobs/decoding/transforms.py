@@ -9,7 +9,10 @@ the schema id (big-endian), the Avro body from byte 5.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
@@ -35,6 +38,31 @@ gives a body that does not a row of nulls (for a record, not a null struct), thi
 Null here is Spark's own signal, where a row of nulls alone could be a row of NULL columns."""
 
 
+_Built = TypeVar("_Built")
+
+_EXPRESSIONS: dict[tuple[Hashable, ...], Any] = {}
+"""Columns built for a schema, kept for the process: a Column is an expression, not data, so
+the one built for a topic's schemas serves each of its micro-batches; building them again cost
+~1,000 calls into the JVM per batch (docs/speed.md)."""
+
+
+def _built(key: tuple[Hashable, ...], build: Callable[[], _Built]) -> _Built:
+    """What `build` makes for `key`, made once per JVM (the driver's gateway)."""
+    key = (id(SparkContext._gateway), *key)
+    found = _EXPRESSIONS.get(key)
+    if found is None:
+        found = _EXPRESSIONS[key] = build()
+    return found  # type: ignore[no-any-return]
+
+
+def _subject_key(subject: SubjectVersions | None) -> Hashable:
+    """What the columns built for `subject` depend on: its name, its reader and its writer
+    ids (an id is one schema text for good)."""
+    if subject is None:
+        return None
+    return subject.subject, subject.latest, tuple(sorted(subject.by_id))
+
+
 BOOKKEEPING = ("_op", "_partition", "_offset", "_timestamp")
 """The columns `decode` adds to the value's: the change kind and where it was in Kafka."""
 
@@ -53,11 +81,16 @@ def with_frames(df: DataFrame) -> DataFrame:
     Rows are matched to writer schemas by comparing the header with each known id's 5-byte
     header (a binary equality), so the id is only spelt out for the error message of a row
     that matches none."""
+    return df.withColumns(_built(("with_frames",), _frames))
+
+
+def _frames() -> dict[str, Column]:
+    frames = {}
     for part in ("key", "value"):
-        df = df.withColumn(f"_{part}_header", F.substring(F.col(part), 1, HEADER_SIZE))
-        df = df.withColumn(f"_{part}_body", F.expr(
-            f"substring({part}, {HEADER_SIZE + 1}, length({part}) - {HEADER_SIZE})"))
-    return df
+        frames[f"_{part}_header"] = F.substring(F.col(part), 1, HEADER_SIZE)
+        frames[f"_{part}_body"] = F.expr(
+            f"substring({part}, {HEADER_SIZE + 1}, length({part}) - {HEADER_SIZE})")
+    return frames
 
 
 def _header(schema_id: int) -> Column:
@@ -86,7 +119,9 @@ def _part_problem(part: str, subject: SubjectVersions | None) -> Column:
 
 def frame_problem(schemas: TopicVersions) -> Column:
     """Why a framed row cannot be decoded (null when it can): magic byte, header, unknown id."""
-    return F.coalesce(_part_problem("key", schemas.key), _part_problem("value", schemas.value))
+    return _built(("frame_problem", _subject_key(schemas.key), _subject_key(schemas.value)),
+                  lambda: F.coalesce(_part_problem("key", schemas.key),
+                                     _part_problem("value", schemas.value)))
 
 
 def _stop(reason: Column) -> Column:
@@ -100,7 +135,8 @@ def _stop(reason: Column) -> Column:
 def fail_on_problem() -> Column:
     """A filter that raises (in the same pass that decodes) on the first row with a frame
     problem, naming its partition and offset."""
-    return F.when(F.col("_problem").isNotNull(), _stop(F.col("_problem"))).isNull()
+    return _built(("fail_on_problem",), lambda: F.when(
+        F.col("_problem").isNotNull(), _stop(F.col("_problem"))).isNull())
 
 
 def _reader(subject: SubjectVersions) -> str:
@@ -134,12 +170,25 @@ def decode(df: DataFrame, schemas: TopicVersions, *, mode: Mode) -> DataFrame:
     decode is a stop naming it (the change kind of such a message is unknown): every job
     reads ``_op``, so the check runs in the same pass as the write.
     """
-    df = df.withColumn("_v", _decoded("value", schemas.value))
+    value, key, selected = _built(
+        ("decode", _subject_key(schemas.key), _subject_key(schemas.value), mode),
+        lambda: _decoding(schemas, mode=mode))
+    df = df.withColumn("_v", value)
+    if key is not None:
+        df = df.withColumn("_k", key)
+    return df.select(*selected)
+
+
+def _decoding(schemas: TopicVersions, *, mode: Mode
+              ) -> tuple[Column, Column | None, list[Column]]:
+    """`decode`'s columns: the decoded value (``_v``), the decoded key of a tombstone
+    (``_k``; None without a key schema), and the columns selected from them."""
+    value = _decoded("value", schemas.value)
     undecoded = F.col("value").isNotNull() & F.col(f"_v.{DECODED}").isNull()
+    key: Column | None = None
     key_fields: list[str] = []
     if schemas.key is not None:  # key columns are in the value: decode keys of tombstones only
-        df = df.withColumn("_k", F.when(F.col("value").isNull(),
-                                        _decoded("key", schemas.key)))
+        key = F.when(F.col("value").isNull(), _decoded("key", schemas.key))
         undecoded = undecoded | (F.col("value").isNull() & F.col("key").isNotNull()
                                  & F.col(f"_k.{DECODED}").isNull())
         key_fields = schemas.key.field_names()
@@ -148,11 +197,11 @@ def decode(df: DataFrame, schemas: TopicVersions, *, mode: Mode) -> DataFrame:
     op = F.when(F.col("value").isNull(), F.lit("delete")).otherwise(F.lit("upsert"))
     if mode is Mode.FAILFAST:
         op = F.when(undecoded, _stop(F.lit(UNDECODED))).otherwise(op)
-    return df.select(
+    return value, key, [
         *columns, op.alias("_op"),
         F.col("partition").alias("_partition"), F.col("offset").alias("_offset"),
         F.col("timestamp").alias("_timestamp"), undecoded.alias("_undecoded"),
-        "key", "value")
+        F.col("key"), F.col("value")]
 
 
 def dead_letters(df: DataFrame, reason: Column, *, partition: str = "partition",

@@ -158,22 +158,24 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
     versions = {i: columns_for(config, schemas, columns=v)
                 for i, v in version_schemas(session, schemas).items()}
     latest = columns_for(config, schemas, columns=table_schema(session, schemas))
-    exists = delta.check_table(session, place.path, topic=topic, versions=versions,
+    detail = delta.check_table(session, place.path, topic=topic, versions=versions,
                                latest=latest)
-    vectors = upkeep.deletion_vectors(session, place.path) if exists else None
-    if vectors is not None:
-        upkeep.check_readers(vectors, place.path, wanted=config.deletion_vectors)
+    if detail is not None:
+        upkeep.check_readers(detail.deletion_vectors, place.path,
+                             wanted=config.deletion_vectors)
     keyed = schemas.key is not None
-    if vectors is None:
+    if detail is None:
         delta.create_table(session, place.path, topic=topic, schema=latest,
                            deletion_vectors=upkeep.for_new_table(config.deletion_vectors,
                                                                  keyed=keyed),
                            change_data_feed=config.change_data_feed)
     else:
-        if note := upkeep.settle_deletion_vectors(session, place.path, state=vectors,
+        if note := upkeep.settle_deletion_vectors(session, place.path,
+                                                  state=detail.deletion_vectors,
                                                   wanted=config.deletion_vectors, keyed=keyed):
             log(note)
-        if config.change_data_feed and delta.enable_change_data_feed(session, place.path):
+        if config.change_data_feed and delta.enable_change_data_feed(session, place.path,
+                                                                     detail=detail):
             log(f"table {place.path}: Change Data Feed turned on (--change-data-feed); the "
                 f"feed starts at this version")
     if keyed and config.commit_order and not ordered_by_commit(schemas):
@@ -203,15 +205,16 @@ class TableWriter:
         self.columns = self._open()
         self.cadence = upkeep.Cadence.of(place.name, every=config.optimize_every,
                                          many=config.many)
-        self.tombstones = False  # whether the guard may hold any (none: no join with it)
-        self.guard_made = False  # whether the table has its guard (made at the first delete)
+        # Whether the table has its guard (made at the first delete; none: no join with it).
+        self.guard_made = False
         self.holding: list[DataFrame] = []  # cached while a batch is written
         metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
 
     def _open(self) -> T.StructType:
         """Read what the writer keeps of its table (its version); the table's columns."""
-        self.version = self._latest_version()
-        return DeltaTable.forPath(self.spark, self.place.path).toDF().schema
+        columns = DeltaTable.forPath(self.spark, self.path).toDF().schema  # the newest snapshot
+        self.version = delta.committed_version(self.spark, self.path)
+        return columns
 
     @property
     def topic(self) -> str:
@@ -250,16 +253,15 @@ class TableWriter:
         evolution = plan_evolution(self.columns, want, subject=self.schemas.value.subject)
         if evolution:
             delta.evolve(self.spark, self.path, evolution=evolution, subject=self.schemas.value)
-            self.version = self._latest_version()
+            self.version = delta.committed_version(self.spark, self.path)
             log(f"table {self.path} now has the columns of {self.schemas.value.subject} "
                 f"schema id {self.schemas.value.latest_id} ({evolution})")
             self.metrics.table(self.topic, self.name, schema_id=self.schemas.value.latest_id)
         self.columns = want
         if self.guarded:
             assert self.schemas.key is not None
-            held = ordering.open_guard(self.spark, self.path, columns=want,
-                                       keys=self.schemas.key.field_names())
-            self.tombstones, self.guard_made = bool(held), held is not None
+            self.guard_made = ordering.open_guard(
+                self.spark, self.path, columns=want, keys=self.schemas.key.field_names())
 
     def known(self, part: str) -> set[int]:
         """The schema ids of the key or value subject the writer has."""
@@ -302,7 +304,8 @@ class TableWriter:
                             retention_ms=self.config.tombstone_retention_ms,
                             now_ms=int(time.time() * 1000))
         compaction = upkeep.optimize(self.spark, self.path)
-        self.version = self._latest_version()  # a re-run batch must not report OPTIMIZE's commit
+        # A re-run batch must not report OPTIMIZE's commit.
+        self.version = delta.committed_version(self.spark, self.path)
         log(f"table {self.path} after batch {batch_id}: OPTIMIZE {compaction} in "
             f"{time.monotonic() - started:.1f} s")
 
@@ -371,8 +374,7 @@ class TableWriter:
                 # Read twice, by the guard's MERGE and the table's: decoded and sorted once.
                 winners = self._held(winners)
                 self._record(winners, batch_id, keys=keys)
-                self.tombstones = True
-            if self.tombstones:
+            if self.guard_made:
                 return self._with_tombstones(winners, keys=keys)
         return winners.withColumn(TOMBSTONE, F.lit(None).cast("long"))
 
@@ -394,11 +396,6 @@ class TableWriter:
     def _with_tombstones(self, winners: DataFrame, *, keys: list[str]) -> DataFrame:
         """`winners` with their keys' tombstones."""
         return ordering.with_tombstones(self.spark, self.path, winners=winners, keys=keys)
-
-    def _latest_version(self) -> int:
-        last = DeltaTable.forPath(self.spark, self.path).history(1).select("version").first()
-        assert last is not None  # a table has at least its creation commit
-        return int(last[0])
 
     def _appended(self) -> str:
         """What an append did (the table's newest commit; none when Delta skipped a write it

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from delta.tables import DeltaTable
@@ -23,10 +24,10 @@ from spark_jobs.decoding.transforms import DELETED
 from spark_jobs.errors import JobError, not_a_dead_letter_table, not_a_delta_table
 from spark_jobs.sinks import history, merge
 from spark_jobs.sinks.columns import Evolution, check_mode, defaults, describe, difference
-from spark_jobs.sinks.upkeep import DELETION_VECTORS_PROPERTY
+from spark_jobs.sinks.upkeep import DELETION_VECTORS_PROPERTY, DeletionVectors, deletion_vectors
 from spark_jobs.sources.files import path_exists, qualified
 
-__all__ = ["check_table", "create_table", "evolve", "merge_changes", "merge_history",
+__all__ = ["Detail", "check_table", "create_table", "evolve", "merge_changes", "merge_history",
            "append_changes", "TOPIC_PROPERTY", "check_dead_letter_table", "idempotent",
            "with_deleted",
            "CHANGE_DATA_FEED_PROPERTY", "enable_change_data_feed", "committed_version"]
@@ -39,23 +40,37 @@ DEAD_LETTER_COLUMNS = ("key", "value", "partition", "offset", "reason")
 _TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 
+@dataclass(frozen=True, slots=True)
+class Detail:
+    """What the stream reads of an existing table's ``DESCRIBE DETAIL``, once per open."""
+
+    properties: dict[str, str]
+    features: list[str]
+
+    @property
+    def deletion_vectors(self) -> DeletionVectors:
+        """The table's deletion-vector state."""
+        return deletion_vectors(self.properties, self.features)
+
+
 def check_table(spark: SparkSession, path: str, *, topic: str,
-                versions: dict[int, T.StructType], latest: T.StructType) -> bool:
-    """Whether a Delta table for `topic` exists at `path` (False: nothing there yet).
+                versions: dict[int, T.StructType], latest: T.StructType) -> Detail | None:
+    """The detail of the Delta table for `topic` at `path`; None when nothing is there yet.
 
     Raises:
         JobError: the path holds something else than a Delta table, a table of another topic,
             or a table whose columns match no registered version (naming the difference).
     """
     if not path_exists(spark, path, empty_is_absent=True):
-        return False
+        return None
     if not DeltaTable.isDeltaTable(spark, path):
         raise not_a_delta_table(path, topic=topic,
                                 iceberg=path_exists(spark, f"{path.rstrip('/')}/metadata"))
     table = DeltaTable.forPath(spark, path)
-    detail = table.detail().select("properties").first()
-    assert detail is not None  # a Delta table's detail is one row
-    owner = detail[0].get(TOPIC_PROPERTY)
+    row = table.detail().select("properties", "tableFeatures").first()
+    assert row is not None  # a Delta table's detail is one row
+    detail = Detail(properties=dict(row[0] or {}), features=list(row[1] or []))
+    owner = detail.properties.get(TOPIC_PROPERTY)
     if owner is not None and owner != topic:
         raise JobError(f"the Delta table at {path} mirrors topic {owner}, not {topic}")
     have = table.toDF().schema
@@ -63,7 +78,7 @@ def check_table(spark: SparkSession, path: str, *, topic: str,
         check_mode(have, latest, table=f"the Delta table at {path}")
         raise JobError(f"the Delta table at {path} is not a table of topic {topic}: it "
                        f"{difference(have, latest)} (compared with the latest version)")
-    return True
+    return detail
 
 
 CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
@@ -84,11 +99,10 @@ def create_table(spark: SparkSession, path: str, *, topic: str, schema: T.Struct
     builder.execute()
 
 
-def enable_change_data_feed(spark: SparkSession, path: str) -> bool:
-    """Turn Delta's Change Data Feed on for an existing table; whether it was off."""
-    detail = DeltaTable.forPath(spark, path).detail().select("properties").first()
-    assert detail is not None
-    if (detail[0] or {}).get(CHANGE_DATA_FEED_PROPERTY, "false").lower() == "true":
+def enable_change_data_feed(spark: SparkSession, path: str, *, detail: Detail) -> bool:
+    """Turn Delta's Change Data Feed on for an existing table (`detail`: its detail); whether
+    it was off."""
+    if detail.properties.get(CHANGE_DATA_FEED_PROPERTY, "false").lower() == "true":
         return False
     spark.sql(f"ALTER TABLE delta.`{qualified(spark, path)}` SET TBLPROPERTIES "
               f"('{CHANGE_DATA_FEED_PROPERTY}' = 'true')")

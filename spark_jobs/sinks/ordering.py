@@ -55,9 +55,10 @@ def guard_columns(columns: T.StructType, keys: list[str]) -> T.StructType:
 
 
 def open_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: list[str]
-               ) -> bool | None:
-    """Check the guard of the table at `path`: whether it holds any tombstone; None when the
-    table has no guard yet (`create_guard` makes it before the first delete's tombstone).
+               ) -> bool:
+    """Check the guard of the table at `path`; whether the table has one (`create_guard` makes
+    it before the first delete's tombstone, so a guard holds tombstones unless all expired:
+    joined with an empty guard, a MERGE decides the same).
 
     Raises:
         JobError: the guard's columns are not the table's key columns (the key changed since
@@ -65,12 +66,12 @@ def open_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: l
     """
     guard = guard_path(path)
     if not path_exists(spark, guard, empty_is_absent=True):
-        return None
+        return False
     check_guard_columns(DeltaTable.forPath(spark, guard).toDF().schema,
                         guard_columns(columns, keys), guard=f"at {guard}", keys=keys,
                         fix="move the table aside and rebuild it (docs/streaming.md, "
                             "'Commit order')")
-    return not DeltaTable.forPath(spark, guard).toDF().isEmpty()
+    return True
 
 
 def create_guard(spark: SparkSession, path: str, *, columns: T.StructType, keys: list[str]
@@ -163,13 +164,18 @@ def expire(spark: SparkSession, path: str, *, retention_ms: int, now_ms: int) ->
     guard rewritten in one commit, nothing removed when nothing has to be."""
     guard = _guard(spark, path)
     keys = [c for c in guard.columns if c != COMMIT_TS]
-    kept = newest(guard, keys=keys).where(~expired(retention_ms=retention_ms, now_ms=now_ms))
-    kept = kept.persist()
+    live = ~expired(retention_ms=retention_ms, now_ms=now_ms)
+    # Each key's newest tombstone and how many it has: the guard read once.
+    grouped = guard.groupBy(*keys).agg(F.max(COMMIT_TS).alias(COMMIT_TS),
+                                       F.count(F.lit(1)).alias("_tombstones")).persist()
     try:
-        if kept.count() < guard.count():
-            kept.write.format("delta").mode("overwrite").save(guard_path(path))
+        counted = grouped.agg(F.sum("_tombstones"), F.count(F.when(live, 1))).first()
+        assert counted is not None  # an aggregate without grouping is one row
+        if counted[1] < (counted[0] or 0):
+            grouped.where(live).drop("_tombstones").write.format("delta").mode(
+                "overwrite").save(guard_path(path))
     finally:
-        kept.unpersist()
+        grouped.unpersist()
 
 
 def newest(guard: DataFrame, *, keys: list[str]) -> DataFrame:

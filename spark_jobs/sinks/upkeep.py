@@ -43,12 +43,9 @@ def for_new_table(wanted: bool | None, *, keyed: bool) -> bool:
     return keyed if wanted is None else wanted
 
 
-def deletion_vectors(spark: SparkSession, path: str) -> DeletionVectors:
-    """The deletion-vector state of the Delta table at `path` (from ``DESCRIBE DETAIL``)."""
-    detail = DeltaTable.forPath(spark, path).detail().select(
-        "properties", "tableFeatures").first()
-    assert detail is not None  # a Delta table's detail is one row
-    properties, features = detail[0] or {}, detail[1] or []
+def deletion_vectors(properties: dict[str, str], features: list[str]) -> DeletionVectors:
+    """The deletion-vector state of a Delta table, from its ``DESCRIBE DETAIL`` properties and
+    table features."""
     return DeletionVectors(
         feature=DELETION_VECTORS_FEATURE in features,
         enabled=properties.get(DELETION_VECTORS_PROPERTY, "false").lower() == "true")

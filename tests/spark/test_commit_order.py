@@ -65,9 +65,9 @@ def test_tombstones_expire_after_the_retention_and_the_guard_keeps_its_key(
     columns = T.StructType([T.StructField("id", T.IntegerType()),
                             T.StructField("_tidb_commit_ts", T.LongType())])
     spark.createDataFrame([], columns).write.format("delta").save(path)
-    assert ordering.open_guard(spark, path, columns=columns, keys=["id"]) is None
-    ordering.create_guard(spark, path, columns=columns, keys=["id"])
     assert ordering.open_guard(spark, path, columns=columns, keys=["id"]) is False
+    ordering.create_guard(spark, path, columns=columns, keys=["id"])
+    assert ordering.open_guard(spark, path, columns=columns, keys=["id"]) is True
     now_ms = 1_764_000_000_000
     day = 86_400_000
     # The guard is appended to: a key deleted twice has two tombstones, the newest counts.
