@@ -469,7 +469,7 @@ def measure_scale_out(topic: Topic, work: Path, count: int, per_trigger: int,
     """The same stream as a driver process on a standalone cluster (deploy/spark/local_cluster.py)
     of 1 worker, then of 2 (1 core, 2 GB executor each), into fresh tables: the scale-out."""
     cluster = SparkCluster(work / "cluster", workers=1, memory="2g", defaults=CLUSTER_DEFAULTS,
-                           c1_jit=False, interpreted=False)
+                           c1_jit=False, whole_stage=True)
     seconds: list[tuple[float, float]] = []
     try:
         for workers in (1, 2):

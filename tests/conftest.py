@@ -51,8 +51,9 @@ measured with per-file wall times per worker), roughly; longest first."""
 def pytest_configure(config: pytest.Config) -> None:
     """Every Spark driver the tests start in local mode (the `spark` session, and the jobs run
     as ``python -m spark_jobs...`` subprocesses, which inherit the environment) gets the C1 JIT
-    alone, interpreted expressions (jvm_archive.INTERPRETED) and the class-data archive of
-    deploy/spark/jvm_archive.py (when `make test` made it), through SPARK_SUBMIT_OPTS and an
+    alone, no whole-stage code generation (jvm_archive.NO_WHOLE_STAGE) and the class-data
+    archive of deploy/spark/jvm_archive.py (when `make test` made it), through
+    SPARK_SUBMIT_OPTS and an
     empty SPARK_CONF_DIR, unless the caller set either. The brokers deploy/kafka starts get
     the same JIT (and the serial collector) through KAFKA_JVM_PERFORMANCE_OPTS."""
     os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")

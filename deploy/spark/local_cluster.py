@@ -44,18 +44,18 @@ class SparkCluster:
 
     def __init__(self, base: Path, *, workers: int = 2, memory: str = "1g",
                  defaults: str = TEST_DEFAULTS, c1_jit: bool = True,
-                 interpreted: bool = True) -> None:
+                 whole_stage: bool = False) -> None:
         """Start a master and `workers` workers (1 core, `memory` each) in `base`, with
         `defaults` (spark-defaults.conf lines) as the jobs' settings and every JVM on the C1
-        JIT alone unless `c1_jit` is false and with interpreted expressions unless
-        `interpreted` is false (jvm_archive.cluster_env); fail loudly (never skip)
+        JIT alone unless `c1_jit` is false and without whole-stage code generation unless
+        `whole_stage` (jvm_archive.cluster_env); fail loudly (never skip)
         when they are not all up within START_SECONDS."""
         self.base, self.memory = base, memory
         self.port, self.web_port = free_port(), free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.web_url = f"http://127.0.0.1:{self.web_port}"
         self.env = {**os.environ, **jvm_archive.cluster_env(defaults, c1_jit=c1_jit,
-                                                                interpreted=interpreted),
+                                                                whole_stage=whole_stage),
                     "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1"}
         self.master = self._spawn("master", MASTER_CLASS, "--host", "127.0.0.1", "--port",
                                   str(self.port), "--webui-port", str(self.web_port))

@@ -1,7 +1,7 @@
 """The tests' class-data archive (deploy/spark/jvm_archive.py) is really used: a driver
 started with the tests' settings maps it without a class-path mismatch (Java would otherwise
-start without it, silently), the drivers evaluate expressions interpreted, and a cluster's
-settings reach its jobs as properties."""
+start without it, silently), the drivers run without whole-stage code generation, and a
+cluster's settings reach its jobs as properties."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.support.parts import ROOT
 SESSION = ("from spark_jobs.session import build_session\n"
            "spark = build_session('archive-check', 'local[1]')\n"
            "assert spark.range(3).count() == 3\n"
-           "print(spark.conf.get('spark.sql.codegen.factoryMode'))\n"
+           "print(spark.conf.get('spark.sql.codegen.wholeStage'))\n"
            "spark.stop()\n")
 
 
@@ -29,7 +29,7 @@ def cds_log(tmp_path: Path, **env: str) -> str:
     done = subprocess.run([sys.executable, "-c", SESSION], cwd=ROOT, env=environ,
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.splitlines()[-1] == "NO_CODEGEN", done.stdout  # jvm_archive.INTERPRETED
+    assert done.stdout.splitlines()[-1] == "false", done.stdout  # jvm_archive.NO_WHOLE_STAGE
     return log.read_text()
 
 
@@ -57,10 +57,10 @@ def test_cluster_settings_become_properties_and_executors_get_the_archive() -> N
                                   "spark.driver.extraJavaOptions -Xss8m\n")
     archive = f"-XX:SharedArchiveFile={jvm_archive.build()}"
     c1 = f"{jvm_archive.C1_JIT} {jvm_archive.C1_CODE_CACHE}"
-    interpreted = " ".join(f'"-D{k}={v}"' for k, v in jvm_archive.INTERPRETED.items())
+    no_whole_stage = " ".join(f'"-D{k}={v}"' for k, v in jvm_archive.NO_WHOLE_STAGE.items())
     assert env["SPARK_CONF_DIR"] == str(jvm_archive.conf_dir())
     assert not any(jvm_archive.conf_dir().iterdir())
     # Spark refuses an executor's JVM options with spark.* properties in them.
     assert env["SPARK_SUBMIT_OPTS"] == (
-        f'{c1} {archive} -Xss8m {interpreted} "-Dspark.locality.wait=0" '
+        f'{c1} {archive} -Xss8m {no_whole_stage} "-Dspark.locality.wait=0" '
         f'"-Dspark.executor.extraJavaOptions=-Xss4m {c1} {archive}"')
