@@ -33,6 +33,7 @@ from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.rest import create_registry_app
 from tests.support.api import KEY, ClientFactory
 from tests.support.harness import ServedApp
+from tests.support.hypothesis_profile import examples
 from tests.support.operations import operation_params, run_operation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -324,7 +325,7 @@ CONFIG = SchemathesisConfig.from_dict({
     "generation": {"mode": "positive"},
     "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "404", "409",
                                                                   "422"]}}})
-EXAMPLES_PER_OPERATION = 25  # 29 operations: about 10 s on 2 cores
+EXAMPLES_PER_OPERATION = examples(25)  # 29 operations: about 10 s on 2 cores
 registry_schema = from_dict(registry_document(), config=CONFIG)
 
 

@@ -18,11 +18,12 @@ from schemathesis.schemas import APIOperation
 from service.api.app import create_app
 from service.api.settings import Settings
 from tests.support.harness import ServedApp
+from tests.support.hypothesis_profile import examples
 from tests.support.operations import ALL_CHECKS, SERVICE_CONFIG, operation_params, run_operation
 
 from .test_schemathesis_keyed import keyed_schema
 
-EXAMPLES_PER_OPERATION = 100  # 29 operations
+EXAMPLES_PER_OPERATION = examples(100)  # 29 operations
 # The document the served app answers at /openapi.json (same settings: the defaults).
 schema = from_dict(create_app(Settings.model_construct()).openapi(), config=SERVICE_CONFIG)
 

@@ -16,9 +16,10 @@ from service.api.app import create_app
 from service.api.settings import Settings
 from tests.support.api import KEY
 from tests.support.harness import ServedApp
+from tests.support.hypothesis_profile import examples
 from tests.support.operations import ALL_CHECKS, SERVICE_CONFIG, operation_params, run_operation
 
-KEYED_EXAMPLES_PER_OPERATION = 30  # 29 operations
+KEYED_EXAMPLES_PER_OPERATION = examples(30)  # 29 operations
 
 
 # With FLATAVRO_API_KEYS the document declares security on writes: the same checks with a

@@ -17,6 +17,7 @@ from service.cdc.canal_json.values import typed_row, typed_value
 from service.cdc.definition import type_text
 from service.cdc.errors import MessageFormatError
 from service.cdc.events import SourceMessage
+from tests.support.hypothesis_profile import examples
 
 TYPES = {name: column_type(name, mysql, sql_type=None)[0] for name, mysql in {
     "i": "int", "u": "bigint unsigned", "y": "year", "b": "bit(8)", "f": "float",
@@ -46,7 +47,7 @@ def _row(row: dict[str, Any]) -> dict[str, Any] | str:
         return f"{exc} [{exc.details.get('field')}]"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.fixed_dictionaries({}, optional={name: VALUES for name in TYPES}))
 def test_typed_row_is_typed_value_of_each_column(row: dict[str, Any]) -> None:
     assert _row(row) == _one_by_one(row)

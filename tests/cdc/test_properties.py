@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from service.cdc.catalog import DECODERS, Protocol
 from service.cdc.errors import MessageFormatError
 from service.cdc.events import SourceMessage
+from tests.support.hypothesis_profile import examples
 
 FIELDS = ["isDdl", "type", "data", "old", "mysqlType", "sqlType", "pkNames", "database",
           "table", "_tidb", "es", "commitTs", "watermarkTs", "version", "schemaVersion",
@@ -29,7 +30,7 @@ json_values = st.recursive(
                             st.dictionaries(st.sampled_from(FIELDS), inner, max_size=6)),
     max_leaves=30)
 messages = st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=10)
-SETTINGS = settings(max_examples=300, deadline=None,
+SETTINGS = settings(max_examples=examples(300), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

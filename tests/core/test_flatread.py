@@ -18,6 +18,7 @@ from service.core.record_codec import RecordCodec
 from service.core.schema import generate_schemas
 from tests.core.test_record_codec import EXTENDED
 from tests.core.test_values import EDGE_ROW, EDGE_TABLE, MIN_ROW, PRECISE, STRINGS
+from tests.support.hypothesis_profile import examples
 
 try:
     from service.core._flatread import Reader
@@ -89,7 +90,7 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(layouts_and_rows())
 def test_reads_what_fastavro_reads(case: tuple[Layout, dict[str, Any]]) -> None:
     layout, row = case
@@ -104,7 +105,7 @@ def test_reads_what_fastavro_reads(case: tuple[Layout, dict[str, Any]]) -> None:
     assert same(Reader(layout).decode(framed, 5), read)
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), suppress_health_check=[HealthCheck.too_slow])
 @given(layouts_and_rows(), st.data())
 def test_never_reads_a_body_fastavro_refuses(case: tuple[Layout, dict[str, Any]],
                                             data: st.DataObject) -> None:
@@ -205,7 +206,7 @@ def _outcome(codec: RecordCodec, row: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize("options", [PRECISE, STRINGS, EXTENDED],
                          ids=["precise-long", "string-string", "extension"])
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_the_compiled_writer_writes_and_refuses_what_python_does(options: Any,
                                                                   data: st.DataObject) -> None:
