@@ -205,8 +205,8 @@ class TableWriter:
         self.columns = self._open()
         self.cadence = upkeep.Cadence.of(place.name, every=config.optimize_every,
                                          many=config.many)
-        # Whether the table has its guard (made at the first delete; none: no join with it).
-        self.guard_made = False
+        self.tombstones = False  # whether the guard may hold any (none: no join with it)
+        self.guard_made = False  # whether the table has its guard (made at the first delete)
         self.holding: list[DataFrame] = []  # cached while a batch is written
         metrics.table(place.topic, place.name, schema_id=schemas.value.latest_id)
 
@@ -260,7 +260,7 @@ class TableWriter:
         self.columns = want
         if self.guarded:
             assert self.schemas.key is not None
-            self.guard_made = ordering.open_guard(
+            self.guard_made = self.tombstones = ordering.open_guard(
                 self.spark, self.path, columns=want, keys=self.schemas.key.field_names())
 
     def known(self, part: str) -> set[int]:
@@ -374,7 +374,8 @@ class TableWriter:
                 # Read twice, by the guard's MERGE and the table's: decoded and sorted once.
                 winners = self._held(winners)
                 self._record(winners, batch_id, keys=keys)
-            if self.guard_made:
+                self.tombstones = True
+            if self.tombstones:
                 return self._with_tombstones(winners, keys=keys)
         return winners.withColumn(TOMBSTONE, F.lit(None).cast("long"))
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -117,6 +118,33 @@ def test_inserts_updates_deletes_reinserts_over_three_partitions(
     version = DeltaTable(config.table_path).version()
     run(spark, config)
     assert DeltaTable(config.table_path).version() == version
+
+
+def test_change_data_feed_turned_on_for_an_existing_table_starts_at_that_version(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--change-data-feed` on a table the stream made without it: turned on once (a log
+    line), and the feed holds the changes applied after that."""
+    topic = "stream_feed"
+    create_topic(kafka, topic)
+    register(service, ITEMS_V1, topic)
+    send(kafka, service, topic, [change("insert", 1, "a", "1.00")])
+    config = stream(tmp_path, kafka, service, topic)
+    run(spark, config)
+    capsys.readouterr()
+    send(kafka, service, topic, [change("update", 1, "a2", "1.10")])
+    fed = stream(tmp_path, kafka, service, topic, change_data_feed=True)
+    run(spark, fed)
+    assert "Change Data Feed turned on (--change-data-feed)" in capsys.readouterr().err
+    delta = DeltaTable(config.table_path)
+    assert delta.metadata().configuration["delta.enableChangeDataFeed"] == "true"
+    turned_on = [h["version"] for h in delta.history() if h["operation"] == "SET TBLPROPERTIES"]
+    assert len(turned_on) == 1
+    feed = pa.table(delta.load_cdf(starting_version=turned_on[0] + 1).read_all()).to_pylist()
+    assert sorted((r["_change_type"], r["id"], r["name"]) for r in feed) == [
+        ("update_postimage", 1, "a2"), ("update_preimage", 1, "a")]
+    run(spark, fed)  # already on: said once
+    assert "Change Data Feed turned on" not in capsys.readouterr().err
 
 
 def test_a_version_registered_while_the_stream_runs(
