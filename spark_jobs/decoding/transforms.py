@@ -26,7 +26,7 @@ __all__ = ["with_frames", "frame_problem", "fail_on_problem", "decode", "dead_le
            "latest_state", "last_change_per_key", "header_id", "BOOKKEEPING",
            "UNDECODED", "COMMIT_TS", "BOUND", "HAS_DELETE", "PHYSICAL_TIME",
            "PHYSICAL_SHIFT", "DELETED", "BOUND_ROW",
-           "TOMBSTONE", "ordered_by_commit", "in_commit_order"]
+           "TOMBSTONE", "ordered_by_commit", "in_commit_order", "built"]
 
 UNDECODED = "the body does not decode with its writer schema"
 """Why a message with a known schema id cannot be decoded (a dead letter's reason)."""
@@ -40,18 +40,19 @@ Null here is Spark's own signal, where a row of nulls alone could be a row of NU
 
 _Built = TypeVar("_Built")
 
-_EXPRESSIONS: dict[tuple[Hashable, ...], Any] = {}
-"""Columns built for a schema, kept for the process: a Column is an expression, not data, so
-the one built for a topic's schemas serves each of its micro-batches; building them again cost
-~1,000 calls into the JVM per batch (docs/speed.md)."""
+_BUILT: dict[tuple[Hashable, ...], Any] = {}
+"""What `built` made, kept for the process: a Column is an expression, not data, so the one
+built for a topic's schemas serves each of its micro-batches; building them again cost ~1,000
+calls into the JVM per batch (docs/speed.md)."""
 
 
-def _built(key: tuple[Hashable, ...], build: Callable[[], _Built]) -> _Built:
-    """What `build` makes for `key`, made once per JVM (the driver's gateway)."""
+def built(key: tuple[Hashable, ...], build: Callable[[], _Built]) -> _Built:
+    """What `build` makes for `key` (which names everything it depends on), made once per JVM
+    (the driver's gateway): Columns for a schema, a table's columns derived from them."""
     key = (id(SparkContext._gateway), *key)
-    found = _EXPRESSIONS.get(key)
+    found = _BUILT.get(key)
     if found is None:
-        found = _EXPRESSIONS[key] = build()
+        found = _BUILT[key] = build()
     return found  # type: ignore[no-any-return]
 
 
@@ -81,10 +82,11 @@ def with_frames(df: DataFrame) -> DataFrame:
     Rows are matched to writer schemas by comparing the header with each known id's 5-byte
     header (a binary equality), so the id is only spelt out for the error message of a row
     that matches none."""
-    return df.withColumns(_built(("with_frames",), _frames))
+    return df.withColumns(built(("with_frames",), _frames))
 
 
 def _frames() -> dict[str, Column]:
+    """`with_frames`' columns."""
     frames = {}
     for part in ("key", "value"):
         frames[f"_{part}_header"] = F.substring(F.col(part), 1, HEADER_SIZE)
@@ -119,7 +121,7 @@ def _part_problem(part: str, subject: SubjectVersions | None) -> Column:
 
 def frame_problem(schemas: TopicVersions) -> Column:
     """Why a framed row cannot be decoded (null when it can): magic byte, header, unknown id."""
-    return _built(("frame_problem", _subject_key(schemas.key), _subject_key(schemas.value)),
+    return built(("frame_problem", _subject_key(schemas.key), _subject_key(schemas.value)),
                   lambda: F.coalesce(_part_problem("key", schemas.key),
                                      _part_problem("value", schemas.value)))
 
@@ -135,7 +137,7 @@ def _stop(reason: Column) -> Column:
 def fail_on_problem() -> Column:
     """A filter that raises (in the same pass that decodes) on the first row with a frame
     problem, naming its partition and offset."""
-    return _built(("fail_on_problem",), lambda: F.when(
+    return built(("fail_on_problem",), lambda: F.when(
         F.col("_problem").isNotNull(), _stop(F.col("_problem"))).isNull())
 
 
@@ -170,7 +172,7 @@ def decode(df: DataFrame, schemas: TopicVersions, *, mode: Mode) -> DataFrame:
     decode is a stop naming it (the change kind of such a message is unknown): every job
     reads ``_op``, so the check runs in the same pass as the write.
     """
-    value, key, selected = _built(
+    value, key, selected = built(
         ("decode", _subject_key(schemas.key), _subject_key(schemas.value), mode),
         lambda: _decoding(schemas, mode=mode))
     df = df.withColumn("_v", value)

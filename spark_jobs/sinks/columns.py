@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 from pyspark.sql.avro.functions import from_avro
 
 from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions, for_spark
-from spark_jobs.decoding.transforms import BOOKKEEPING, DELETED, decode, with_frames
+from spark_jobs.decoding.transforms import BOOKKEEPING, DELETED, built, decode, with_frames
 from spark_jobs.errors import JobError
 from spark_jobs.settings.config import Mode
 from spark_jobs.sinks.history import VALID_FROM
@@ -61,29 +61,23 @@ def check_mode(have: T.StructType, latest: T.StructType, *, table: str,
                        f"mode, or rebuild it into a new place")
 
 
-_DECODED: dict[tuple[str, str | None], T.StructType] = {}
-"""`table_schema` by (value, key) reader schema: the columns depend on nothing else, and
-deriving them (the analysis of a decode plan, ~1,000 calls into the JVM) cost a table's open
-~0.4-0.9 s each time (docs/speed.md)."""
-
-
 def table_schema(spark: SparkSession, schemas: TopicVersions) -> T.StructType:
     """The table's columns for the topic's latest version: the value's columns as `decode`
     types them; a keyless topic (no key schema) also keeps `BOOKKEEPING` (a change log).
     Every column nullable (Delta writes them so). Derived once per process for each pair of
     reader schemas (value and key): `decode` reads every writer version into the latest, so
-    the latest alone types the columns."""
-    readers = (schemas.value.latest, schemas.key.latest if schemas.key is not None else None)
-    columns = _DECODED.get(readers)
-    if columns is None:
+    the latest alone types the columns (deriving them, the analysis of a decode plan, cost a
+    table's open ~0.4-0.9 s each time: docs/speed.md)."""
+    def derive() -> T.StructType:
         empty = with_frames(spark.createDataFrame([], KAFKA_SCHEMA))
         decoded = decode(empty, schemas, mode=Mode.FAILFAST)
         names = schemas.value.field_names() + (list(BOOKKEEPING) if schemas.key is None
                                                else [])
-        columns = _DECODED[readers] = T.StructType([
-            T.StructField(f.name, f.dataType, True)
-            for f in decoded.select(*names).schema.fields])
-    return T.StructType(list(columns.fields))
+        return T.StructType([T.StructField(f.name, f.dataType, True)
+                             for f in decoded.select(*names).schema.fields])
+
+    readers = (schemas.value.latest, schemas.key.latest if schemas.key is not None else None)
+    return T.StructType(list(built(("table_schema", *readers), derive).fields))
 
 
 def version_schemas(spark: SparkSession, schemas: TopicVersions) -> dict[int, T.StructType]:
