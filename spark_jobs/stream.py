@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     iceberg = config.iceberg
     return run_job("stream", work, master=config.master, checks=lambda: _checks(config),
-                   paths=(None if iceberg else config.table_path, config.checkpoint,
+                   paths=(None if config.named else config.table_path, config.checkpoint,
                           config.dead_letter, iceberg.warehouse if iceberg else None))
 
 

@@ -34,8 +34,9 @@ def _claim(files: Files, config: StreamConfig) -> dict[str, str]:
     mode its topics and table template."""
     if config.many:
         return {"topics": str(config.subscription()), "tables": str(config.table_template)}
-    if config.table_format is TableFormat.ICEBERG:  # a name in the catalog, not a path
-        return {"topic": config.topic, "table": f"iceberg:{config.table_path}"}
+    if config.named:  # a name in a catalog, not a path
+        catalog = "iceberg" if config.table_format is TableFormat.ICEBERG else "catalog"
+        return {"topic": config.topic, "table": f"{catalog}:{config.table_path}"}
     return {"topic": config.topic, "table": files.qualified(config.table_path)}
 
 
@@ -70,7 +71,7 @@ def check_checkpoint(files: Files, config: StreamConfig) -> str | None:
         raise JobError(f"the checkpoint {config.checkpoint} belongs to the stream into "
                        f"{claimed['table']}, not {want['table']}: give "
                        f"each table its own --checkpoint")
-    if config.table_format is TableFormat.ICEBERG:
+    if config.named:
         return str(claimed["id"])
     if not files.exists(config.table_path, empty_is_absent=True) and files.exists(
             f"{config.checkpoint.rstrip('/')}/commits", empty_is_absent=True):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from spark_jobs.errors import JobError, not_a_dead_letter_table, not_a_delta_table
 from spark_jobs.jobs.checkpoint_marker import check_checkpoint
-from spark_jobs.settings.config import StreamConfig, TableFormat
+from spark_jobs.settings.config import StreamConfig
 from spark_jobs.settings.iceberg import IcebergCatalog
 from spark_jobs.sources.files import Files, local_files
 
@@ -31,8 +31,8 @@ def check_stream_paths(config: StreamConfig) -> None:
     """
     if config.iceberg is not None:
         check_catalog_file(config.iceberg)
-    if config.many or config.table_format is TableFormat.ICEBERG:
-        # the tables are known once their schemas are (Iceberg's: in the catalog)
+    if config.many or config.named:
+        # the tables are known once their schemas are (names: in the catalog)
         files = local_files(config.checkpoint)
         if files is not None:
             check_checkpoint(files, config)

@@ -11,9 +11,11 @@ sharing the SparkContext), so tables written at the same time never see each oth
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,17 +160,23 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
     versions = {i: columns_for(config, schemas, columns=v)
                 for i, v in version_schemas(session, schemas).items()}
     latest = columns_for(config, schemas, columns=table_schema(session, schemas))
+    keyed = schemas.key is not None
+
+    def create(name: str | None = None) -> None:
+        delta.create_table(session, place.path, topic=topic, schema=latest,
+                           deletion_vectors=upkeep.for_new_table(config.deletion_vectors,
+                                                                 keyed=keyed),
+                           change_data_feed=config.change_data_feed, name=name)
+
+    if config.catalog_names:
+        place = _in_catalog(session, place, create=create)
     detail = delta.check_table(session, place.path, topic=topic, versions=versions,
                                latest=latest)
     if detail is not None:
         upkeep.check_readers(detail.deletion_vectors, place.path,
                              wanted=config.deletion_vectors)
-    keyed = schemas.key is not None
     if detail is None:
-        delta.create_table(session, place.path, topic=topic, schema=latest,
-                           deletion_vectors=upkeep.for_new_table(config.deletion_vectors,
-                                                                 keyed=keyed),
-                           change_data_feed=config.change_data_feed)
+        create()
     else:
         if note := upkeep.settle_deletion_vectors(session, place.path,
                                                   state=detail.deletion_vectors,
@@ -189,6 +197,24 @@ def open_table(spark: SparkSession, config: StreamConfig, *, located: Located, a
                          metrics=metrics)
     writer.sync_table()
     return writer
+
+
+def _in_catalog(session: SparkSession, place: Place, *,
+                create: Callable[[str], None]) -> Place:
+    """`place` at the location of its table, which `place.path` names in the session's
+    catalog; `create(name)` makes the table there when the catalog has none of that name.
+
+    Raises:
+        JobError: as `delta.catalog_location`.
+    """
+    name = place.path
+    location = delta.catalog_location(session, name)
+    if location is None:
+        create(name)
+        location = delta.catalog_location(session, name)
+        assert location is not None  # just made
+        log(f"table {name}: created in the session's catalog, at {location}")
+    return dataclasses.replace(place, path=location)
 
 
 class TableWriter:

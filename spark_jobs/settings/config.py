@@ -71,6 +71,10 @@ v3's deletion vectors made the stream 1.4x faster than v2's position delete file
 ICEBERG_NAME = re.compile(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)+")
 """An Iceberg table's name in the catalog: ``namespace.table`` (a namespace may have levels)."""
 
+CATALOG_NAME = re.compile(r"([A-Za-z0-9_]+\.)?[A-Za-z0-9_]+\.[A-Za-z0-9_]+")
+"""A Delta table's name in the session's catalog: ``database.table`` or
+``catalog.database.table``."""
+
 
 class Deletes(enum.Enum):
     """What a TiDB DELETE does to the stream's table (``--deletes``)."""
@@ -383,6 +387,15 @@ class StreamConfig:
     table_format: TableFormat = TableFormat.DELTA
     iceberg: IcebergCatalog | None = None  # --format iceberg: the catalog
     iceberg_format_version: int = DEFAULT_ICEBERG_FORMAT_VERSION
+    # --table-name / --table-name-template: `table_path` / `table_template` name Delta tables
+    # in the session's catalog (a Hive metastore...), not locations
+    catalog_names: bool = False
+
+    @property
+    def named(self) -> bool:
+        """The tables are names in a catalog (Iceberg's, or the session's for
+        ``--table-name``), not paths."""
+        return self.catalog_names or self.table_format is TableFormat.ICEBERG
 
     @property
     def many(self) -> bool:
@@ -448,6 +461,14 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
                              "value schema's database (its namespace after the first '.') and "
                              "record name, as TiCDC writes them; {topic} the topic; with "
                              "--format iceberg a name, e.g. '{database}.{table}'")
+    tables.add_argument("--table-name", metavar="NAME",
+                        help="--topic's Delta table by its name in the session's catalog "
+                             "(a Hive metastore...), database.table or catalog.database.table; "
+                             "created there, at the catalog's location, when absent")
+    tables.add_argument("--table-name-template", metavar="TEMPLATE",
+                        help="each topic's Delta table by its name in the session's catalog, "
+                             "e.g. '{database}.{table}' (the placeholders as in "
+                             "--table-path-template)")
     _add_format(parser)
     parser.add_argument("--checkpoint", required=True, metavar="PATH",
                         help="Spark's checkpoint: Kafka offsets and committed batches; one "
@@ -476,6 +497,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     args = parser.parse_args(argv)
     _check_schema_source(parser, args)
     mode = _mode(parser, args)
+    catalog_names = _catalog_names(parser, args)
     topics, templates = _many(parser, args)
     _check_history(parser, args)
     return StreamConfig(
@@ -494,7 +516,31 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
         change_data_feed=args.change_data_feed, commit_order=args.order == "commit",
         history=args.history, tombstone_retention_ms=args.tombstone_retention,
         table_format=TableFormat(args.format), iceberg=_iceberg(parser, args, mode=mode),
-        iceberg_format_version=args.iceberg_format_version or DEFAULT_ICEBERG_FORMAT_VERSION)
+        iceberg_format_version=args.iceberg_format_version or DEFAULT_ICEBERG_FORMAT_VERSION,
+        catalog_names=catalog_names)
+
+
+def _catalog_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
+    """``--table-name`` and ``--table-name-template``: their names go where the paths would
+    (`StreamConfig.named`); whether one was given (exit 2 with one line for a name that is
+    none, or for ``--format iceberg``, whose --table names already)."""
+    given = "--table-name" if args.table_name is not None else (
+        "--table-name-template" if args.table_name_template is not None else None)
+    if given is None:
+        return False
+    if args.format != TableFormat.DELTA.value:
+        parser.error(f"{given} is for --format delta; with --format iceberg, --table and "
+                     f"--table-template name the tables in the Iceberg catalog")
+    if args.table_name is not None:
+        if not CATALOG_NAME.fullmatch(args.table_name):
+            parser.error(f"--table-name {args.table_name!r} is not a table name "
+                         f"database.table or catalog.database.table (letters, digits, '_')")
+        args.table_path = args.table_name
+    else:
+        _check_name_template(parser, args.table_name_template, option="--table-name-template",
+                             pattern=CATALOG_NAME)
+        args.table_path_template = args.table_name_template
+    return True
 
 
 def _add_format(parser: argparse.ArgumentParser) -> None:
@@ -560,17 +606,20 @@ def _iceberg(parser: argparse.ArgumentParser, args: argparse.Namespace, *, mode:
 
 
 def _check_name_template(parser: argparse.ArgumentParser, template: str | None, *,
-                         option: str) -> None:
-    """A template of Iceberg table names renders ``namespace.table`` (exit 2 otherwise)."""
+                         option: str, pattern: re.Pattern[str] = ICEBERG_NAME) -> None:
+    """A template of table names renders names `pattern` matches (Iceberg's
+    ``namespace.table``; exit 2 otherwise)."""
     if template is None:
         return
     try:
         rendered = template.format(topic="t", database="d", table="t")
     except (KeyError, ValueError, IndexError):
         return  # PathTemplate.parse names what is wrong
-    if not ICEBERG_NAME.fullmatch(rendered):
-        parser.error(f"{option} {template!r} does not name Iceberg tables namespace.table "
-                     f"(letters, digits, '_' and the placeholders), e.g. '{{database}}.{{table}}'")
+    if not pattern.fullmatch(rendered):
+        what = ("Iceberg tables namespace.table" if pattern is ICEBERG_NAME else
+                "tables database.table or catalog.database.table")
+        parser.error(f"{option} {template!r} does not name {what} (letters, digits, '_' and "
+                     f"the placeholders), e.g. '{{database}}.{{table}}'")
 
 
 def _catalog(parser: argparse.ArgumentParser, args: argparse.Namespace) -> IcebergCatalog:
@@ -617,8 +666,8 @@ def _many(parser: argparse.ArgumentParser, args: argparse.Namespace
     """The topics and the table and dead-letter templates of whole-database mode."""
     if args.table_path is not None:
         if args.topic is None:
-            parser.error("--table-path is for one --topic; several topics need "
-                         "--table-path-template")
+            parser.error("--table-path and --table-name are for one --topic; several "
+                         "topics need --table-path-template or --table-name-template")
         return None, (None, None)
     try:
         topics = _topics(args)

@@ -9,6 +9,7 @@ skips it when the table already recorded that batch for that app id (``txnAppId`
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,13 +22,14 @@ from pyspark.sql import types as T
 
 from spark_jobs.decoding.schemas import SubjectVersions
 from spark_jobs.decoding.transforms import DELETED
-from spark_jobs.errors import JobError, not_a_dead_letter_table, not_a_delta_table
+from spark_jobs.errors import JobError, not_a_dead_letter_table, not_a_delta_table, one_line
 from spark_jobs.sinks import history, merge
 from spark_jobs.sinks.columns import Evolution, check_mode, defaults, describe, difference
 from spark_jobs.sinks.upkeep import DELETION_VECTORS_PROPERTY, DeletionVectors, deletion_vectors
 from spark_jobs.sources.files import path_exists, qualified
 
-__all__ = ["Detail", "check_table", "create_table", "evolve", "merge_changes", "merge_history",
+__all__ = ["Detail", "catalog_location", "check_table", "create_table", "evolve",
+           "merge_changes", "merge_history",
            "append_changes", "TOPIC_PROPERTY", "check_dead_letter_table", "idempotent",
            "with_deleted",
            "CHANGE_DATA_FEED_PROPERTY", "enable_change_data_feed", "committed_version"]
@@ -85,18 +87,63 @@ CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
 """Table property: Delta records each commit's row changes for ``readChangeFeed``."""
 
 
+_IN_MEMORY = "in-memory"
+_namespaces = threading.Lock()  # a database's tables open in parallel; one creates it
+
+
 def create_table(spark: SparkSession, path: str, *, topic: str, schema: T.StructType,
-                 deletion_vectors: bool, change_data_feed: bool = False) -> None:
+                 deletion_vectors: bool, change_data_feed: bool = False,
+                 name: str | None = None) -> None:
     """An empty Delta table with the topic's columns, the topic as a property, deletion
     vectors on or off (``delta.enableDeletionVectors``, explicit either way) and, when asked,
-    Delta's Change Data Feed."""
-    # The builder wants an absolute or scheme-qualified location.
-    builder = DeltaTable.createIfNotExists(spark).location(qualified(spark, path)).addColumns(
-        schema).property(TOPIC_PROPERTY, topic).property(
+    Delta's Change Data Feed; at `path`, or with `name` the table `name` in the session's
+    catalog, at the catalog's location for it (`path` unused)."""
+    builder = DeltaTable.createIfNotExists(spark)
+    if name is not None:
+        with _namespaces:  # its database first (the tables of one open in parallel)
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quoted(name.rpartition('.')[0])}")
+        builder = builder.tableName(name)
+    else:  # the builder wants an absolute or scheme-qualified location
+        builder = builder.location(qualified(spark, path))
+    builder = builder.addColumns(schema).property(TOPIC_PROPERTY, topic).property(
         DELETION_VECTORS_PROPERTY, str(deletion_vectors).lower())
     if change_data_feed:
         builder = builder.property(CHANGE_DATA_FEED_PROPERTY, "true")
     builder.execute()
+
+
+def catalog_location(spark: SparkSession, name: str) -> str | None:
+    """The location of the Delta table `name` in the session's catalog (``database.table``
+    or ``catalog.database.table``); None when the catalog has no such table.
+
+    Raises:
+        JobError: the session's catalog is Spark's in-memory one (its names end with the job,
+            so a restart would not find the table), or `name` is a table of another format
+            or a view.
+    """
+    if spark.conf.get("spark.sql.catalogImplementation", _IN_MEMORY) == _IN_MEMORY and (
+            name.count(".") == 1 or name.startswith("spark_catalog.")):
+        raise JobError(f"the table {name}: the session's catalog is Spark's in-memory one, "
+                       f"whose names end with the job (a restart would not find the table): "
+                       f"configure a metastore (spark.sql.catalogImplementation=hive, "
+                       f"docs/streaming.md), or give the table a path")
+    if not spark.catalog.tableExists(name):
+        return None
+    try:
+        row = spark.sql(f"DESCRIBE DETAIL {_quoted(name)}").select("format", "location").first()
+    except Exception as exc:  # a view, or a table Delta cannot describe
+        raise JobError(f"the table {name} in the session's catalog is not a Delta table: "
+                       f"{one_line(exc)}") from exc
+    assert row is not None  # a table's detail is one row
+    if (row[0] or "").lower() != "delta":
+        raise JobError(f"the table {name} in the session's catalog is a {row[0]} table, not a "
+                       f"Delta table: give the stream another name")
+    return str(row[1])
+
+
+def _quoted(name: str) -> str:
+    """`name`'s parts in backquotes (each is letters, digits and '_')."""
+    return ".".join(f"`{part}`" for part in name.split("."))
 
 
 def enable_change_data_feed(spark: SparkSession, path: str, *, detail: Detail) -> bool:

@@ -14,6 +14,7 @@ from spark_jobs.settings.tables import PathTemplate, Topics
 
 COMMON = ["--bootstrap-servers", "b:9092", "--registry-url", "http://r", "--checkpoint", "c"]
 TEMPLATE = ["--table-path-template", "/lake/{database}/{table}"]
+FOR_ONE = "--table-path and --table-name are for one --topic"
 
 
 def test_one_topic_keeps_its_path_and_many_take_the_template() -> None:
@@ -32,6 +33,18 @@ def test_one_topic_keeps_its_path_and_many_take_the_template() -> None:
     assert single_template.many and single_template.subscription() == Topics(names=("t",))
 
 
+def test_names_in_the_session_catalog_go_where_the_paths_would() -> None:
+    one = parse_stream_args([*COMMON, "--topic", "t", "--table-name", "spark_catalog.shop.t"])
+    assert (one.named, one.many, one.catalog_names) == (True, False, True)
+    assert one.table_for(topic="t", database="x", table="y") == "spark_catalog.shop.t"
+    many = parse_stream_args([*COMMON, "--topic-pattern", "tidb_.*", "--table-name-template",
+                              "{database}.{table}"])
+    assert many.named and many.many
+    assert many.table_for(topic="a", database="shop", table="orders") == "shop.orders"
+    paths = parse_stream_args([*COMMON, "--topics", "a,b", *TEMPLATE])
+    assert not paths.named and not paths.catalog_names
+
+
 def test_permissive_many_takes_a_dead_letter_template() -> None:
     config = parse_stream_args([*COMMON, "--topics", "a,b", *TEMPLATE, "--mode", "permissive",
                                 "--dead-letter", "/dead/{topic}"])
@@ -39,11 +52,20 @@ def test_permissive_many_takes_a_dead_letter_template() -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--topics", "a,b", "--table-path", "p"], "--table-path is for one --topic"),
-    (["--topic-pattern", "x", "--table-path", "p"], "--table-path is for one --topic"),
+    (["--topics", "a,b", "--table-path", "p"], FOR_ONE),
+    (["--topic-pattern", "x", "--table-path", "p"], FOR_ONE),
+    (["--topics", "a,b", "--table-name", "shop.t"], FOR_ONE),
     (["--topic", "t", "--topics", "a", *TEMPLATE], "not allowed with argument --topic"),
     (["--topics", "a,b"], "one of the arguments --table-path/--table --table-path-template/"
-                          "--table-template is required"),
+                          "--table-template --table-name --table-name-template is required"),
+    (["--topic", "t", "--table-name", "t"], "--table-name 't' is not a table name database.table"),
+    (["--topic", "t", "--table-name", "a.b.c.d"], "'a.b.c.d' is not a table name"),
+    (["--topic", "t", "--table-name", "shop.t", "--table-path", "p"], "not allowed with"),
+    (["--topics", "a,b", "--table-name-template", "/lake/{database}/{table}"],
+     "--table-name-template '/lake/{database}/{table}' does not name tables database.table"),
+    (["--topics", "a,b", "--table-name-template", "{table}"], "does not name tables"),
+    (["--topics", "a,b", "--table-name-template", "shop.{table}", "--format", "iceberg",
+      "--iceberg-warehouse", "w"], "--table-name-template is for --format delta"),
     (["--topics", "a,,b", *TEMPLATE], "'' is not a Kafka topic name"),
     (["--topics", "a,a", *TEMPLATE], "topic a is listed twice"),
     (["--topics", "a b", *TEMPLATE], "'a b' is not a Kafka topic name"),

@@ -1,0 +1,85 @@
+"""Delta tables named in the session's catalog (``--table-name`` / ``--table-name-template``):
+a stream into a Hive metastore (Spark's own, on Derby, as a Spark user configures one) makes
+each table there, at the catalog's location, and finds it again by name after a restart; the
+in-memory catalog, whose names end with the job, is refused in one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_jobs.errors import JobError
+from spark_jobs.sinks import delta
+from tests.spark.test_bulk_read import service  # noqa: F401  (fixture)
+from tests.spark.test_stream import change, send
+from tests.spark.test_stream_database import registered
+from tests.support.delta import read_delta
+from tests.support.parts import Broker
+
+
+def metastore(tmp_path: Path) -> dict[str, str]:
+    """The environment of a job whose session catalog is a Hive metastore on Derby in
+    `tmp_path` (the settings a user puts in spark-defaults.conf, given here as the -D system
+    properties Spark reads the same way: the tests' drivers share one conf folder)."""
+    settings = {"spark.sql.catalogImplementation": "hive",
+                "spark.sql.warehouse.dir": str(tmp_path / "warehouse"),
+                "spark.hadoop.javax.jdo.option.ConnectionURL":
+                    f"jdbc:derby:;databaseName={tmp_path / 'metastore_db'};create=true"}
+    options = " ".join(f'"-D{name}={value}"' for name, value in settings.items())
+    return {**os.environ, "SPARK_SUBMIT_OPTS": f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} "
+                                               f"{options}"}
+
+
+def stream(tmp_path: Path, broker: Broker, http: httpx.Client) -> subprocess.CompletedProcess[str]:
+    """One available-now run of ``--table-name-template '{database}.{topic}'``."""
+    command = [sys.executable, "-m", "spark_jobs.stream", "--topics", "cat_a,cat_b",
+               "--bootstrap-servers", broker.bootstrap, "--service-url", str(http.base_url),
+               "--table-name-template", "{database}.{topic}",
+               "--checkpoint", str(tmp_path / "checkpoint"), "--master", "local[2]",
+               "--trigger", "available-now"]
+    # Derby writes derby.log where the job runs
+    return subprocess.run(command, cwd=tmp_path, env=metastore(tmp_path), capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_tables_named_in_a_hive_metastore_are_made_there_and_found_again_after_a_restart(
+        kafka: Broker, service: httpx.Client, tmp_path: Path) -> None:  # noqa: F811
+    registered(kafka, service, "cat_a", "cat_b")  # both shop.items: {topic} tells them apart
+    send(kafka, service, "cat_a", [change("insert", 1, "a", "1.00"),
+                                   change("insert", 2, "b", "2.00")])
+    send(kafka, service, "cat_b", [change("insert", 7, "z", "7.00")])
+
+    first = stream(tmp_path, kafka, service)
+    assert first.returncode == 0, first.stderr[-3000:]
+    where = {t: tmp_path / "warehouse" / "shop.db" / t for t in ("cat_a", "cat_b")}
+    for topic, path in where.items():  # the catalog's location for a managed table
+        assert f"table shop.{topic}: created in the session's catalog, at file:{path}" in (
+            first.stderr), first.stderr[-3000:]
+
+    send(kafka, service, "cat_a", [change("update", 2, "b2", "2.50"), change("delete", 1)])
+    send(kafka, service, "cat_b", [change("insert", 8, "y", "8.00")])
+    second = stream(tmp_path, kafka, service)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "created in the session's catalog" not in second.stderr  # found by name
+
+    def rows(topic: str) -> list[tuple[object, ...]]:
+        return sorted((r["id"], r["name"], str(r["price"]))
+                      for r in read_delta(where[topic]).to_pylist())
+
+    assert rows("cat_a") == [(2, "b2", "2.50")]
+    assert rows("cat_b") == [(7, "z", "7.00"), (8, "y", "8.00")]
+
+
+def test_the_in_memory_catalog_is_refused_in_one_line(spark: SparkSession) -> None:
+    assert spark.conf.get("spark.sql.catalogImplementation") == "in-memory"
+    for name in ("shop.items", "spark_catalog.shop.items"):
+        with pytest.raises(JobError, match=rf"the table {name}: the session's catalog is "
+                                           r"Spark's in-memory one, whose names end with the "
+                                           r"job"):
+            delta.catalog_location(spark, name)
