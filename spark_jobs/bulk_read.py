@@ -43,7 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     iceberg = config.iceberg
     return run_job("bulk_read", work, master=config.master, checks=lambda: _checks(config),
-                   paths=(config.input, None if iceberg else config.output, config.dead_letter,
+                   paths=(config.input, None if iceberg or config.in_catalog else config.output,
+                          config.dead_letter,
                           iceberg.warehouse if iceberg else None))
 
 

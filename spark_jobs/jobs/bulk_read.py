@@ -20,7 +20,7 @@ from spark_jobs.decoding.transforms import latest_state, ordered_by_commit, with
 from spark_jobs.errors import JobError
 from spark_jobs.jobs.preflight import check_catalog_file
 from spark_jobs.settings.config import JobConfig, OutputFormat
-from spark_jobs.sinks import iceberg, parquet
+from spark_jobs.sinks import delta, iceberg, parquet
 from spark_jobs.sources import kafka, kafka_check
 
 __all__ = ["run"]
@@ -65,6 +65,8 @@ def _write(spark: SparkSession, framed: DataFrame, *, schemas: TopicVersions,
         if config.output_format is OutputFormat.ICEBERG:
             iceberg.write_table(spark, rows, name=output, topic=schemas.topic,
                                 keyed=config.materialize, overwrite=config.overwrite)
+        elif config.in_catalog:
+            delta.save_as_table(rows, name=output, overwrite=config.overwrite)
         else:
             parquet.write_output(spark, rows, path=output,
                                  data_format=config.output_format.value)
@@ -81,6 +83,10 @@ def _require_absent(spark: SparkSession, config: JobConfig, *, output: str,
     if config.output_format is OutputFormat.ICEBERG:
         if iceberg.exists(spark, output) and not config.overwrite:
             raise JobError(f"the Iceberg table {output} exists; pass --overwrite to replace it")
+    elif config.in_catalog:
+        if delta.catalog_location(spark, output) is not None and not config.overwrite:
+            raise JobError(f"the table {output} exists in the session's catalog; pass "
+                           f"--overwrite to replace it")
     else:
         parquet.require_absent(spark, output, overwrite=config.overwrite)
     if dead_letter is not None:
@@ -91,6 +97,8 @@ def _remove(spark: SparkSession, config: JobConfig, *, output: str) -> None:
     """Remove an output this run wrote (a later topic failed)."""
     if config.output_format is OutputFormat.ICEBERG:
         iceberg.drop(spark, output)
+    elif config.in_catalog:
+        delta.drop_table(spark, output)
     else:
         parquet.remove(spark, output)
 

@@ -108,6 +108,7 @@ class JobConfig:
     output_template: PathTemplate | None = None
     dead_letter_template: PathTemplate | None = None
     iceberg: IcebergCatalog | None = None  # --format iceberg: the catalog
+    in_catalog: bool = False  # --format delta --in-catalog: `output` names a table
 
     @property
     def many(self) -> bool:
@@ -221,6 +222,11 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
                              "Iceberg table: then --output names it in the catalog "
                              "(namespace.table, or a template such as '{database}.{table}')")
     _add_iceberg_catalog(parser)
+    parser.add_argument("--in-catalog", action="store_true",
+                        help="--format delta: --output names the table in the session's "
+                             "catalog (a Hive metastore...), database.table or "
+                             "catalog.database.table, or a template such as "
+                             "'{database}.{table}'; made there, at the catalog's location")
     parser.add_argument("--materialize", action="store_true",
                         help="write the latest state per key instead of every change")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output")
@@ -239,7 +245,24 @@ def parse_args(argv: Sequence[str] | None = None) -> JobConfig:
         mode=mode, materialize=args.materialize, dead_letter=args.dead_letter,
         overwrite=args.overwrite, master=args.master, output_format=OutputFormat(args.format),
         kafka=_kafka(parser, args), topics=topics, output_template=templates[0],
-        dead_letter_template=templates[1], iceberg=_bulk_iceberg(parser, args))
+        dead_letter_template=templates[1], iceberg=_bulk_iceberg(parser, args),
+        in_catalog=_bulk_in_catalog(parser, args))
+
+
+def _bulk_in_catalog(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
+    """``bulk_read --format delta --in-catalog``: --output is a name (or a template of names)
+    in the session's catalog (exit 2 with one line otherwise)."""
+    if not args.in_catalog:
+        return False
+    if args.format != OutputFormat.DELTA.value:
+        parser.error("--in-catalog is for --format delta (an Iceberg --output names a table in "
+                     "the Iceberg catalog already)")
+    if args.topic is not None and not CATALOG_NAME.fullmatch(args.output):
+        parser.error(f"--output {args.output!r} is not a table name database.table or "
+                     f"catalog.database.table (letters, digits, '_')")
+    _check_name_template(parser, None if args.topic is not None else args.output,
+                         option="--output", pattern=CATALOG_NAME)
+    return True
 
 
 def _bulk_iceberg(parser: argparse.ArgumentParser, args: argparse.Namespace

@@ -29,7 +29,7 @@ from spark_jobs.sinks.upkeep import DELETION_VECTORS_PROPERTY, DeletionVectors, 
 from spark_jobs.sources.files import path_exists, qualified
 
 __all__ = ["Detail", "catalog_location", "check_table", "create_table", "evolve",
-           "merge_changes", "merge_history",
+           "merge_changes", "merge_history", "save_as_table", "drop_table",
            "append_changes", "TOPIC_PROPERTY", "check_dead_letter_table", "idempotent",
            "with_deleted",
            "CHANGE_DATA_FEED_PROPERTY", "enable_change_data_feed", "committed_version"]
@@ -139,6 +139,21 @@ def catalog_location(spark: SparkSession, name: str) -> str | None:
         raise JobError(f"the table {name} in the session's catalog is a {row[0]} table, not a "
                        f"Delta table: give the stream another name")
     return str(row[1])
+
+
+def save_as_table(rows: DataFrame, *, name: str, overwrite: bool) -> None:
+    """`rows` as the Delta table `name` of the session's catalog (its database made when
+    absent), replacing the table there with `overwrite`: one commit either way (a failed
+    write leaves no table, or the old one)."""
+    with _namespaces:
+        rows.sparkSession.sql(
+            f"CREATE DATABASE IF NOT EXISTS {_quoted(name.rpartition('.')[0])}")
+    rows.write.format("delta").mode("overwrite" if overwrite else "error").saveAsTable(name)
+
+
+def drop_table(spark: SparkSession, name: str) -> None:
+    """Drop the table `name` this run made in the session's catalog (a later topic failed)."""
+    spark.sql(f"DROP TABLE IF EXISTS {_quoted(name)}")
 
 
 def _quoted(name: str) -> str:

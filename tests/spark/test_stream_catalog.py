@@ -1,7 +1,8 @@
 """Delta tables named in the session's catalog (``--table-name`` / ``--table-name-template``):
 a stream into a Hive metastore (Spark's own, on Derby, as a Spark user configures one) makes
-each table there, at the catalog's location, and finds it again by name after a restart; the
-in-memory catalog, whose names end with the job, is refused in one line."""
+each table there, at the catalog's location, and finds it again by name after a restart;
+``bulk_read --in-catalog`` writes named tables there too; the in-memory catalog, whose names
+end with the job, is refused in one line."""
 
 from __future__ import annotations
 
@@ -36,16 +37,23 @@ def metastore(tmp_path: Path) -> dict[str, str]:
                                                f"{options}"}
 
 
-def stream(tmp_path: Path, broker: Broker, http: httpx.Client) -> subprocess.CompletedProcess[str]:
-    """One available-now run of ``--table-name-template '{database}.{topic}'``."""
-    command = [sys.executable, "-m", "spark_jobs.stream", "--topics", "cat_a,cat_b",
-               "--bootstrap-servers", broker.bootstrap, "--service-url", str(http.base_url),
-               "--table-name-template", "{database}.{topic}",
-               "--checkpoint", str(tmp_path / "checkpoint"), "--master", "local[2]",
-               "--trigger", "available-now"]
+def job(tmp_path: Path, broker: Broker, http: httpx.Client, module: str, *options: str
+        ) -> subprocess.CompletedProcess[str]:
+    """A run of `module` (``spark_jobs.stream`` or ``bulk_read``) on topics cat_a and cat_b
+    with the metastore in `tmp_path`."""
+    command = [sys.executable, "-m", module, "--topics", "cat_a,cat_b", "--bootstrap-servers",
+               broker.bootstrap, "--service-url", str(http.base_url), "--master", "local[2]",
+               *options]
     # Derby writes derby.log where the job runs
     return subprocess.run(command, cwd=tmp_path, env=metastore(tmp_path), capture_output=True,
                           text=True, timeout=600, check=False)
+
+
+def stream(tmp_path: Path, broker: Broker, http: httpx.Client) -> subprocess.CompletedProcess[str]:
+    """One available-now run of ``--table-name-template '{database}.{topic}'``."""
+    return job(tmp_path, broker, http, "spark_jobs.stream", "--table-name-template",
+               "{database}.{topic}", "--checkpoint", str(tmp_path / "checkpoint"),
+               "--trigger", "available-now")
 
 
 def test_tables_named_in_a_hive_metastore_are_made_there_and_found_again_after_a_restart(
@@ -74,6 +82,15 @@ def test_tables_named_in_a_hive_metastore_are_made_there_and_found_again_after_a
 
     assert rows("cat_a") == [(2, "b2", "2.50")]
     assert rows("cat_b") == [(7, "z", "7.00"), (8, "y", "8.00")]
+
+    # bulk_read into the same catalog: each topic's latest state as the table copy.<topic>
+    copied = job(tmp_path, kafka, service, "spark_jobs.bulk_read", "--format", "delta",
+                 "--in-catalog", "--output", "copy.{topic}", "--materialize")
+    assert copied.returncode == 0, copied.stderr[-3000:]
+    for topic in ("cat_a", "cat_b"):
+        where[topic] = tmp_path / "warehouse" / "copy.db" / topic
+    assert [r[:2] for r in rows("cat_a")] == [(2, "b2")]
+    assert [r[:2] for r in rows("cat_b")] == [(7, "z"), (8, "y")]
 
 
 def test_the_in_memory_catalog_is_refused_in_one_line(spark: SparkSession) -> None:

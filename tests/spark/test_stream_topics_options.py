@@ -120,3 +120,34 @@ def test_bulk_read_takes_topics_with_an_output_template(
     assert exited.value.code == 2
     assert "--output (a template with --topics or --topic-pattern) '/out' names neither" in (
         capsys.readouterr().err)
+
+
+BULK = ["--bootstrap-servers", "b:9092", "--registry-url", "http://r"]
+
+
+def test_bulk_read_names_delta_tables_in_the_session_catalog_with_in_catalog() -> None:
+    one = parse_args([*BULK, "--topic", "t", "--output", "shop.items", "--format", "delta",
+                      "--in-catalog"])
+    assert one.in_catalog and one.output == "shop.items"
+    many = parse_args([*BULK, "--topics", "a,b", "--output", "copy.{topic}", "--format",
+                       "delta", "--in-catalog"])
+    assert many.in_catalog and many.output_template == PathTemplate("copy.{topic}")
+    assert not parse_args([*BULK, "--topic", "t", "--output", "/o", "--format",
+                           "delta"]).in_catalog
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--topic", "t", "--output", "shop.items", "--in-catalog"],
+     "--in-catalog is for --format delta"),
+    (["--topic", "t", "--output", "/lake/items", "--format", "delta", "--in-catalog"],
+     "--output '/lake/items' is not a table name database.table"),
+    (["--topics", "a,b", "--output", "/lake/{topic}", "--format", "delta", "--in-catalog"],
+     "--output '/lake/{topic}' does not name tables database.table"),
+])
+def test_bulk_read_in_catalog_refusals_are_one_line(argv: list[str], message: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_args([*BULK, *argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
