@@ -100,8 +100,7 @@ def create_table(spark: SparkSession, path: str, *, topic: str, schema: T.Struct
     catalog, at the catalog's location for it (`path` unused)."""
     builder = DeltaTable.createIfNotExists(spark)
     if name is not None:
-        with _namespaces:  # its database first (the tables of one open in parallel)
-            spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quoted(name.rpartition('.')[0])}")
+        _create_database(spark, name)
         builder = builder.tableName(name)
     else:  # the builder wants an absolute or scheme-qualified location
         builder = builder.location(qualified(spark, path))
@@ -145,15 +144,20 @@ def save_as_table(rows: DataFrame, *, name: str, overwrite: bool) -> None:
     """`rows` as the Delta table `name` of the session's catalog (its database made when
     absent), replacing the table there with `overwrite`: one commit either way (a failed
     write leaves no table, or the old one)."""
-    with _namespaces:
-        rows.sparkSession.sql(
-            f"CREATE DATABASE IF NOT EXISTS {_quoted(name.rpartition('.')[0])}")
+    _create_database(rows.sparkSession, name)
     rows.write.format("delta").mode("overwrite" if overwrite else "error").saveAsTable(name)
 
 
 def drop_table(spark: SparkSession, name: str) -> None:
     """Drop the table `name` this run made in the session's catalog (a later topic failed)."""
     spark.sql(f"DROP TABLE IF EXISTS {_quoted(name)}")
+
+
+def _create_database(spark: SparkSession, name: str) -> None:
+    """The database of table `name` in the session's catalog, made when absent (one thread at
+    a time: a database's tables open in parallel)."""
+    with _namespaces:
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quoted(name.rpartition('.')[0])}")
 
 
 def _quoted(name: str) -> str:
