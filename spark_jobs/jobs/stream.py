@@ -38,6 +38,7 @@ from spark_jobs.jobs.table_writer import TableWriter, locate, log, open_table
 from spark_jobs.settings.config import StreamConfig, TableFormat
 from spark_jobs.sinks import iceberg
 from spark_jobs.sources import kafka_check
+from spark_jobs.sources.kafka import READ_OPTIONS
 
 __all__ = ["BatchApplier", "prepare", "run"]
 
@@ -96,8 +97,9 @@ class BatchApplier:
             other = claimed.setdefault(path.rstrip("/"), topic)
             if other != topic:
                 raise JobError(f"topics {other} and {topic} both go to the table {path} "
-                               f"(--table-path-template {self.config.table_template}): name "
-                               f"{{topic}} in the template, or read them in two streams")
+                               f"({self.config.template_option} "
+                               f"{self.config.table_template}): name {{topic}} in the "
+                               f"template, or read them in two streams")
             name = located[topic].place.name
             labels[topic] = None if names.setdefault(name, topic) == topic else (
                 f"{name} ({topic})")
@@ -200,12 +202,19 @@ class BatchApplier:
         self.metrics.read(batch_id, messages=messages)
         topics = sorted(by_topic)
         self.open(topics)
+        # Each table reads its topic out of the cached batch. The batch has a partition per
+        # Kafka partition (3 topics of 3: 9), so a filter on it would run a task per Kafka
+        # partition of every topic, for every table and each of its jobs (most skip the
+        # cached partition by its statistics, but a task costs some 0.1 s here): coalesced to
+        # the cores, each of its scans is a task per core.
+        few = with_frames(batch.coalesce(self.spark.sparkContext.defaultParallelism)) if (
+            len(topics) > 1) else framed
 
         def write(topic: str) -> str:
             rows = by_topic[topic]
             ids = {part: {header_id(h[f"_{part}_header"]) for h in rows
                           if h[f"_{part}_header"] is not None} for part in ("key", "value")}
-            part = framed.where(F.col("topic") == topic) if len(topics) > 1 else framed
+            part = few.where(F.col("topic") == topic) if len(topics) > 1 else framed
             writer = self.tables[topic]
             deletes = any(h["_value_header"] is None and h["_key_header"] is not None
                           for h in rows)
@@ -258,6 +267,7 @@ def _start(spark: SparkSession, config: StreamConfig, *, applier: BatchApplier
               .option(*config.subscription().spark_option())
               .option("startingOffsets", config.starting_offsets)
               .option("failOnDataLoss", "true")
+              .options(**READ_OPTIONS)
               .options(**config.kafka.spark_options()))
     if config.max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))

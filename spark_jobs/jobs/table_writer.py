@@ -69,7 +69,7 @@ def _place(config: StreamConfig, *, topic: str, schemas: TopicVersions) -> Place
             config.table_template.uses("database")):
         raise JobError(f"topic {topic}: its value schema's namespace "
                        f"{_namespace(schemas)!r} names no database (TiCDC writes "
-                       f"'<namespace>.<database>'), which --table-path-template "
+                       f"'<namespace>.<database>'), which {config.template_option} "
                        f"{config.table_template} needs")
     name = f"{database}.{table}" if database else table
     path = config.table_for(topic=topic, database=database, table=table)

@@ -421,6 +421,11 @@ class StreamConfig:
         return self.catalog_names or self.table_format is TableFormat.ICEBERG
 
     @property
+    def template_option(self) -> str:
+        """The option that gave `table_template`, for messages."""
+        return "--table-name-template" if self.catalog_names else "--table-path-template"
+
+    @property
     def many(self) -> bool:
         """Whole-database mode: each topic's table from `table_template`."""
         return self.table_template is not None

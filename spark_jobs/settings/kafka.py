@@ -30,7 +30,8 @@ _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _OWNED = {"bootstrap.servers": "pass --bootstrap-servers",
           "group.id": "Spark names its own consumer groups",
           "enable.auto.commit": "Spark keeps the offsets in its checkpoint",
-          "auto.offset.reset": "use --starting-offsets"}
+          "auto.offset.reset": "use --starting-offsets",
+          "isolation.level": "the jobs read what transactions committed (read_committed)"}
 
 SAME_NAME = ("client.id", "metadata.max.age.ms", "reconnect.backoff.ms",
              "reconnect.backoff.max.ms", "retry.backoff.ms",

@@ -8,12 +8,27 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_jobs.errors import JobError
 from spark_jobs.settings.config import JobConfig
 
-__all__ = ["KAFKA_COLUMNS", "read_source"]
+__all__ = ["KAFKA_COLUMNS", "READ_OPTIONS", "read_source"]
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
 """The Kafka source's columns a job reads (a dump must have them)."""
 
 _KAFKA_TIMEOUT_MS = "20000"
+
+READ_OPTIONS = {
+    # Only what committed transactions wrote. The Java client's default, read_uncommitted,
+    # also returns the messages of aborted transactions: a bridge that crashed mid-transaction
+    # sends them again in its next one, and the table would hold them twice
+    # (docs/bridge.md, "Exactly once"). For a producer without transactions (TiCDC) it reads
+    # the same. Spark's offsets then stop at the last stable offset.
+    "kafka.isolation.level": "read_committed",
+    # A task's offset range can end at a transaction's commit marker, which is no record: the
+    # consumer's last fetch then finds nothing and the broker holds it fetch.max.wait.ms (500 ms
+    # by default), once per Kafka partition per micro-batch. A fetch for records that exist
+    # returns at once whatever this says.
+    "kafka.fetch.max.wait.ms": "20",
+}
+"""The Kafka source options of every job (stream and bulk read)."""
 
 
 def read_source(spark: SparkSession, config: JobConfig) -> DataFrame:
@@ -36,5 +51,6 @@ def read_source(spark: SparkSession, config: JobConfig) -> DataFrame:
             .option("endingOffsets", config.ending_offsets)
             .option("kafka.request.timeout.ms", _KAFKA_TIMEOUT_MS)
             .option("kafka.default.api.timeout.ms", _KAFKA_TIMEOUT_MS)
+            .options(**READ_OPTIONS)
             .options(**config.kafka.spark_options())
             .load())

@@ -92,6 +92,9 @@ def test_plain_the_librdkafka_alias_and_client_certificates(tmp_path: Path) -> N
      "SASL_SSL"),
     ({"bootstrap.servers": "h:1"},
      "Kafka setting bootstrap.servers is set by the job: pass --bootstrap-servers"),
+    ({"isolation.level": "read_uncommitted"},
+     "Kafka setting isolation.level is set by the job: the jobs read what transactions "
+     "committed (read_committed)"),
     ({"ssl.key.location": "/nonexistent/key.pem"},
      "Kafka setting ssl.key.location: cannot read /nonexistent/key.pem"),
 ])

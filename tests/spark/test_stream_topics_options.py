@@ -43,6 +43,9 @@ def test_names_in_the_session_catalog_go_where_the_paths_would() -> None:
     assert many.table_for(topic="a", database="shop", table="orders") == "shop.orders"
     paths = parse_stream_args([*COMMON, "--topics", "a,b", *TEMPLATE])
     assert not paths.named and not paths.catalog_names
+    # messages about a template name the option the user gave
+    assert (many.template_option, paths.template_option) == (
+        "--table-name-template", "--table-path-template")
 
 
 def test_permissive_many_takes_a_dead_letter_template() -> None:
