@@ -206,15 +206,15 @@ class BatchApplier:
         # Kafka partition (3 topics of 3: 9), so a filter on it would run a task per Kafka
         # partition of every topic, for every table and each of its jobs (most skip the
         # cached partition by its statistics, but a task costs some 0.1 s here): coalesced to
-        # the cores, each of its scans is a task per core.
-        few = with_frames(batch.coalesce(self.spark.sparkContext.defaultParallelism)) if (
-            len(topics) > 1) else framed
+        # the cores, each of its scans is a task per core (the filter still reaches the cache).
+        scanned = framed.coalesce(self.spark.sparkContext.defaultParallelism) if (
+            len(topics) > 1) else None
 
         def write(topic: str) -> str:
             rows = by_topic[topic]
             ids = {part: {header_id(h[f"_{part}_header"]) for h in rows
                           if h[f"_{part}_header"] is not None} for part in ("key", "value")}
-            part = few.where(F.col("topic") == topic) if len(topics) > 1 else framed
+            part = framed if scanned is None else scanned.where(F.col("topic") == topic)
             writer = self.tables[topic]
             deletes = any(h["_value_header"] is None and h["_key_header"] is not None
                           for h in rows)
