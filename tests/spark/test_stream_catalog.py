@@ -21,7 +21,7 @@ from tests.spark.test_bulk_read import service  # noqa: F401  (fixture)
 from tests.spark.test_stream import change, send
 from tests.spark.test_stream_database import registered
 from tests.support.delta import read_delta
-from tests.support.parts import Broker
+from tests.support.parts import ROOT, Broker
 
 
 def metastore(tmp_path: Path) -> dict[str, str]:
@@ -100,3 +100,36 @@ def test_the_in_memory_catalog_is_refused_in_one_line(spark: SparkSession) -> No
                                            r"Spark's in-memory one, whose names end with the "
                                            r"job"):
             delta.catalog_location(spark, name)
+
+
+REFUSALS = """
+from spark_jobs.errors import JobError
+from spark_jobs.session import build_session
+from spark_jobs.sinks import delta
+
+spark = build_session("catalog-refusals", "local[1]")
+spark.sql("CREATE DATABASE shop")
+spark.sql("CREATE TABLE shop.plain (id INT) USING parquet")
+spark.sql("CREATE VIEW shop.recent AS SELECT 1 AS id")
+for name in ("shop.plain", "shop.recent", "shop.absent"):
+    try:
+        print(name, "->", delta.catalog_location(spark, name))
+    except JobError as exc:
+        print(name, "->", " ".join(str(exc).split()))
+"""
+
+
+def test_a_view_or_a_table_of_another_format_in_the_metastore_is_refused_by_name(
+        tmp_path: Path) -> None:
+    """The name a stream is given holds a Parquet table or a view in a real Hive metastore:
+    refused, naming the table and what it is; a name the catalog lacks is None (made there)."""
+    done = subprocess.run([sys.executable, "-c", REFUSALS], cwd=tmp_path,
+                          env={**metastore(tmp_path), "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = dict(line.split(" -> ", 1) for line in done.stdout.splitlines() if " -> " in line)
+    assert said["shop.plain"] == ("the table shop.plain in the session's catalog is a parquet "
+                                  "table, not a Delta table: give the stream another name")
+    assert said["shop.recent"].startswith(
+        "the table shop.recent in the session's catalog is not a Delta table: "), said
+    assert said["shop.absent"] == "None"
