@@ -129,7 +129,7 @@ def _without_submit(builder: SparkSession.Builder, master: str, *,
         # pick from eth0 (executors of a remote cluster need a reachable driver: left alone).
         # Few shuffle partitions, and Delta rebuilds its table state from the log in 4 tasks
         # instead of 50 (both cost per micro-batch). VACUUM lists a table's folders in 4
-        # tasks, not 10,000 (a VACUUM of a 30-file table took 73 s here, each task ~15 ms).
+        # tasks, not 10,000 (test_stream_order's VACUUM: 73 s, then about 4 s).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1").config(
