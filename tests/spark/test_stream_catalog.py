@@ -121,8 +121,10 @@ for name in ("shop.plain", "shop.recent", "shop.absent"):
 
 def test_a_view_or_a_table_of_another_format_in_the_metastore_is_refused_by_name(
         tmp_path: Path) -> None:
-    """The name a stream is given holds a Parquet table or a view in a real Hive metastore:
-    refused, naming the table and what it is; a name the catalog lacks is None (made there)."""
+    """`delta.catalog_location`, which the stream (each named table) and ``bulk_read
+    --in-catalog`` ask first, on a real Hive metastore: a Parquet table or a view of that name is
+    refused, naming the table and what it is; a name the catalog lacks is None (made there).
+    A JobError's one line and exit 2: test_stream_recovery.py, test_main_exits_2_with_one_line."""
     done = subprocess.run([sys.executable, "-c", REFUSALS], cwd=tmp_path,
                           env={**metastore(tmp_path), "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=300, check=False)
