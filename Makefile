@@ -28,6 +28,10 @@ HELM := $(HELM_CACHE)/.built
 # SeaweedFS, built from its Go module by deploy/s3/seaweedfs.sh: the object-storage tests' S3.
 SEAWEEDFS_CACHE := $(or $(FLATAVRO_S3_CACHE),.cache/s3)
 SEAWEEDFS := $(SEAWEEDFS_CACHE)/.built
+# Tests keep Python's byte code (git-ignored __pycache__): with PYTHONDONTWRITEBYTECODE set, as
+# on the CI machine, pytest rewrote the asserts of all ~500 test modules again in each worker of
+# every run (8 of `make check`'s 16 s of collection), and each subprocess compiled the service.
+unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers for make check / make test (one per core on the 2-core CI machine).
 TEST_WORKERS ?= 2
 CHECKS := check-run check-openapi check-dist check-setup check-check check-test check-demo \

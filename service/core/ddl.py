@@ -14,7 +14,7 @@ from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 
 from service.core.ddl_columns import column_definition, is_serial, is_virtual, table_index
-from service.core.ddl_tokens import blank_tidb_extras
+from service.core.ddl_tokens import scan_create
 from service.core.errors import (
     Fix,
     InvalidDDLError,
@@ -105,9 +105,11 @@ def _database(table_expr: exp.Table, schema: str | None) -> str:
 
 
 def _parse_single_create(ddl: str) -> tuple[exp.Create, frozenset[str]]:
-    cleaned, real_columns = blank_tidb_extras(ddl)
+    scanned = scan_create(ddl)
     try:
-        statements = [s for s in sqlglot.parse(cleaned, dialect=_DIALECT) if s is not None]
+        parsed = (sqlglot.parse(scanned.text, dialect=_DIALECT) if scanned.tokens is None
+                  else _DIALECT.parser().parse(scanned.tokens, scanned.text))
+        statements = [s for s in parsed if s is not None]
     except sqlglot.errors.ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         line, col = first.get("line"), first.get("col")
@@ -134,7 +136,7 @@ def _parse_single_create(ddl: str) -> tuple[exp.Create, frozenset[str]]:
             line=1,
             column=1,
         )
-    return statement, real_columns
+    return statement, scanned.real_columns
 
 
 def _statement_kind(statement: exp.Expr) -> str:

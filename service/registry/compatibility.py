@@ -19,13 +19,9 @@ from dataclasses import dataclass
 
 import avro.errors
 import avro.schema
-from avro.compatibility import (
-    SchemaCompatibilityResult,
-    SchemaCompatibilityType,
-    lookup_writer_field,
-)
+from avro.compatibility import SchemaCompatibilityResult, SchemaCompatibilityType
 
-from service.registry.avro_checker import JavaNameChecker, names_match
+from service.registry.avro_checker import JavaNameChecker, field_index, names_match, writer_field
 from service.registry.errors import InvalidSchemaError
 
 __all__ = [
@@ -170,9 +166,10 @@ def _record_details(
             "record name changed from "
             + _old_new(direction, writer=writer.fullname, reader=reader.fullname),
             version, direction, f"expected: {writer.fullname}"))
+    index = field_index(writer)
     for i, field in enumerate(reader.fields):
         location = f"/fields/{i}"
-        other = lookup_writer_field(writer_schema=writer, reader_field=field)
+        other = writer_field(index, field)
         if other is None:
             if not field.has_default:
                 out.append(Incompatibility(

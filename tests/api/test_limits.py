@@ -45,29 +45,30 @@ def test_a_chunked_body_over_the_limit_gets_413(small_limit: ServedApp,
                                                 caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR)
     body = _register_body(2 * LIMIT)
-    answer = httpx.post(small_limit.url + "/v1/tables/register", content=_chunks(body),
-                        headers={"content-type": "application/json"})
+    answer = small_limit.http.post(small_limit.url + "/v1/tables/register", content=_chunks(body),
+                                   headers={"content-type": "application/json"})
     assert answer.status_code == 413
     assert answer.headers["content-type"] == "application/problem+json"
     assert answer.json()["code"] == "body_too_large"
     assert answer.json()["limit"] == LIMIT
-    assert httpx.get(small_limit.url + "/v1/subjects").json() == []
+    assert small_limit.http.get(small_limit.url + "/v1/subjects").json() == []
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
 def test_the_embedded_registry_mount_is_limited_too(small_limit: ServedApp) -> None:
     schema = '{"schema": "{\\"type\\": \\"string\\", \\"doc\\": \\"' + "x" * 2 * LIMIT + '\\"}"}'
-    answer = httpx.post(small_limit.url + "/registry/subjects/s-value/versions",
-                        content=_chunks(schema.encode()),
-                        headers={"content-type": "application/json"})
+    answer = small_limit.http.post(small_limit.url + "/registry/subjects/s-value/versions",
+                                   content=_chunks(schema.encode()),
+                                   headers={"content-type": "application/json"})
     assert answer.status_code == 413
-    assert httpx.get(small_limit.url + "/registry/subjects").json() == []
+    assert small_limit.http.get(small_limit.url + "/registry/subjects").json() == []
 
 
 def test_a_chunked_body_under_the_limit_is_read_whole(small_limit: ServedApp) -> None:
     body = ('{"ddl": "' + SMALL_DDL + '"}').encode()
-    answer = httpx.post(small_limit.url + "/v1/tables/register", content=_chunks(body, 7),
-                        headers={"content-type": "application/json"})
+    answer = small_limit.http.post(small_limit.url + "/v1/tables/register",
+                                   content=_chunks(body, 7),
+                                   headers={"content-type": "application/json"})
     assert answer.status_code == 200, answer.text
     assert answer.json()["value"]["subject"] == "tidb_shop_t-value"
 
@@ -95,8 +96,9 @@ def test_nothing_is_read_past_the_limit() -> None:
 
 
 def test_content_length_over_the_limit_gets_413(small_limit: ServedApp) -> None:
-    answer = httpx.post(small_limit.url + "/v1/tables/register", content=_register_body(LIMIT),
-                        headers={"content-type": "application/json"})
+    answer = small_limit.http.post(small_limit.url + "/v1/tables/register",
+                                   content=_register_body(LIMIT),
+                                   headers={"content-type": "application/json"})
     assert answer.status_code == 413
     assert answer.json()["code"] == "body_too_large"
 
@@ -114,9 +116,9 @@ def wide_ddl(columns: int, *, extra: str = "") -> str:
 
 def _refused(served: ServedApp, body: dict[str, object], *,
              path: str = "/v1/tables/register") -> dict[str, object]:
-    answer = httpx.post(served.url + path, json=body, timeout=60)
+    answer = served.http.post(served.url + path, json=body, timeout=60)
     assert answer.status_code == 422, answer.text
-    assert httpx.get(served.url + "/v1/subjects").json() == []
+    assert served.http.get(served.url + "/v1/subjects").json() == []
     problem: dict[str, object] = answer.json()
     assert problem["code"] == "limit_exceeded"
     return problem
@@ -190,7 +192,7 @@ def _while_probing(served: ServedApp, path: str, body: dict[str, object],
 
     def post() -> None:
         try:
-            answers.append(httpx.post(served.url + path, json=body, timeout=120))
+            answers.append(served.http.post(served.url + path, json=body, timeout=120))
         except httpx.HTTPError as exc:
             answers.append(exc)
 
@@ -198,7 +200,7 @@ def _while_probing(served: ServedApp, path: str, body: dict[str, object],
     worker.start()
     while worker.is_alive():
         started = time.perf_counter()
-        assert httpx.get(served.url + "/healthz", timeout=5).status_code == 200
+        assert served.http.get(served.url + "/healthz", timeout=5).status_code == 200
         probes.append(time.perf_counter() - started)
         time.sleep(0.02)
     worker.join()

@@ -27,11 +27,11 @@ JSON = {"content-type": "application/json"}
 
 def _send(served: ServedApp, method: str, path: str, body: bytes,
           headers: dict[str, str]) -> httpx.Response:
-    return httpx.request(method, served.url + path, content=body, headers=headers)
+    return served.http.request(method, served.url + path, content=body, headers=headers)
 
 
 def _nothing_registered(served: ServedApp) -> None:
-    assert httpx.get(served.url + "/v1/subjects").json() == []
+    assert served.http.get(served.url + "/v1/subjects").json() == []
 
 
 @pytest.mark.parametrize(("method", "path"), BODY_ENDPOINTS)
@@ -101,7 +101,7 @@ def test_a_body_over_the_limit_is_a_problem_like_any_other(tmp_path: Path) -> No
                         max_body_bytes=1024)
     small = ServedApp(create_app(settings), health_path="/healthz", lifespan="on").start()
     try:
-        answer = httpx.post(small.url + "/v1/tables/register", content=b" " * 1025,
+        answer = small.http.post(small.url + "/v1/tables/register", content=b" " * 1025,
                             headers=JSON)
     finally:
         small.stop()
@@ -123,18 +123,18 @@ def test_a_body_over_the_limit_is_a_problem_like_any_other(tmp_path: Path) -> No
 ])
 def test_405_names_the_allowed_methods(served: ServedApp, method: str, path: str,
                                        allow: str) -> None:
-    answer = httpx.request(method, served.url + path)
+    answer = served.http.request(method, served.url + path)
     assert answer.status_code == 405
     assert answer.json()["code"] == "method_not_allowed"
     assert answer.headers["allow"] == allow
 
 
 def test_405_on_the_embedded_registry_names_the_allowed_methods(served: ServedApp) -> None:
-    answer = httpx.delete(served.url + "/registry/schemas/ids/1")
+    answer = served.http.delete(served.url + "/registry/schemas/ids/1")
     assert answer.status_code == 405
     assert answer.json()["error_code"] == 405  # Confluent's error shape under /registry
     assert answer.headers["allow"] == "GET, HEAD"
-    answer = httpx.put(served.url + "/registry/subjects/tidb_shop_t-value/versions")
+    answer = served.http.put(served.url + "/registry/subjects/tidb_shop_t-value/versions")
     assert answer.headers["allow"] == "DELETE, GET, HEAD, POST"  # every route at the path
 
 
@@ -148,6 +148,6 @@ def test_a_field_error_still_names_the_field(served: ServedApp) -> None:
 
 @pytest.mark.parametrize("version", ["0", "-2", "01", "x"])
 def test_a_version_the_spec_refuses_is_refused(served: ServedApp, version: str) -> None:
-    answer = httpx.get(f"{served.url}/v1/subjects/tidb_shop_t-value/versions/{version}")
+    answer = served.http.get(f"{served.url}/v1/subjects/tidb_shop_t-value/versions/{version}")
     assert answer.status_code == 422
     assert answer.json()["errors"][0]["location"] == "path/version"

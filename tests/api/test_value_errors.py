@@ -29,27 +29,27 @@ OCTETS = {"content-type": "application/octet-stream"}
 class Orders:
     """The orders table registered on a served service, with one good message's bytes."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        ids = httpx.post(f"{url}/v1/tables/register", json={"ddl": ORDERS_DDL}).json()
+    def __init__(self, served: ServedApp) -> None:
+        self.url, self.http = served.url, served.http
+        ids = self.http.post(f"{self.url}/v1/tables/register", json={"ddl": ORDERS_DDL}).json()
         self.key_id, self.value_id = ids["key"]["id"], ids["value"]["id"]
         good = self.encode([{"op": "insert", "row": ROW}]).json()["messages"][0]
         self.key, self.value = base64.b64decode(good["key"]), base64.b64decode(good["value"])
 
     def encode(self, records: list[dict[str, Any]]) -> httpx.Response:
-        return httpx.post(f"{self.url}/v1/topics/{TOPIC}/encode", json={"records": records})
+        return self.http.post(f"{self.url}/v1/topics/{TOPIC}/encode", json={"records": records})
 
     def decode(self, key: bytes | None, value: bytes | None) -> httpx.Response:
         def text(raw: bytes | None) -> str | None:
             return None if raw is None else base64.b64encode(raw).decode()
 
-        return httpx.post(f"{self.url}/v1/decode",
-                          json={"messages": [{"key": text(key), "value": text(value)}]})
+        return self.http.post(f"{self.url}/v1/decode",
+                              json={"messages": [{"key": text(key), "value": text(value)}]})
 
 
 @pytest.fixture
 def orders(served: ServedApp) -> Orders:
-    return Orders(served.url)
+    return Orders(served)
 
 
 def errors_of(response: httpx.Response, code: str) -> list[dict[str, Any]]:
@@ -79,7 +79,7 @@ def test_invalid_utf8_names_field_offset_schema_id_and_subject(orders: Orders) -
 def test_raw_octet_stream_errors_name_the_same_facts(orders: Orders, served: ServedApp) -> None:
     at = orders.value.index(b"A-1")
     broken = orders.value[:at] + b"\xff" + orders.value[at + 1:]
-    response = httpx.post(f"{served.url}/v1/decode", content=broken, headers=OCTETS)
+    response = served.http.post(f"{served.url}/v1/decode", content=broken, headers=OCTETS)
     [error] = errors_of(response, "invalid_messages")
     assert (error["field"], error["offset"], error["schema_id"], error["subject"]) == \
         ("sku", at, orders.value_id, f"{TOPIC}-value")
@@ -146,7 +146,7 @@ def remote(tmp_path: Path) -> Iterator[Orders]:
     settings = Settings(registry_url=served_registry.url, registry_retry_budget=0,
                         log_level="WARNING")
     service = ServedApp(create_app(settings), health_path="/healthz", lifespan="on").start()
-    yield Orders(service.url)
+    yield Orders(service)
     service.stop()
     served_registry.stop()
     registry.close()
@@ -169,7 +169,7 @@ def canal_batch(data: dict[str, str]) -> dict[str, Any]:
 
 
 def test_convert_calls_a_double_overflow_out_of_range(served: ServedApp) -> None:
-    response = httpx.post(f"{served.url}/v1/convert/canal-json",
+    response = served.http.post(f"{served.url}/v1/convert/canal-json",
                           json=canal_batch({"id": "1", "level": "1e400", "n": "1"}))
     [error] = errors_of(response, "unconvertible_messages")
     assert error["column"] == "level"
@@ -177,7 +177,7 @@ def test_convert_calls_a_double_overflow_out_of_range(served: ServedApp) -> None
 
 
 def test_convert_reports_a_bad_key_column_and_the_others_once_each(served: ServedApp) -> None:
-    response = httpx.post(f"{served.url}/v1/convert/canal-json", json=canal_batch(
+    response = served.http.post(f"{served.url}/v1/convert/canal-json", json=canal_batch(
         {"id": "99999999999", "level": "0.5", "n": "-99999999999"}))
     errors = errors_of(response, "unconvertible_messages")
     assert [(e["message_index"], e["column"]) for e in errors] == [(0, "id"), (0, "n")]

@@ -28,12 +28,31 @@ def free_port() -> int:
 
 
 class _PromptServer(uvicorn.Server):
-    """uvicorn's server, but it notices `should_exit` within 10 ms instead of 100 ms.
+    """uvicorn's server, but it notices `should_exit` within 10 ms instead of 100 ms, and
+    shuts down without uvicorn's fixed 0.1 s pause.
 
     uvicorn's main loop sleeps 0.1 s between ticks; hundreds of tests each stopping a server
     spent ~0.15 s apiece waiting for it. The once-per-tick work (date header, request limits)
     still runs every 0.1 s.
     """
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn 0.55's steps (stop listening, ask each connection to close, wait for the
+        connections and tasks, then the lifespan's shutdown), polled every 10 ms instead of a
+        0.1 s sleep first and 0.1 s polls: ~0.11 s of each server's stop."""
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        while (self.server_state.connections or self.server_state.tasks) \
+                and not self.force_exit:
+            await asyncio.sleep(0.01)
+        for server in self.servers:
+            await server.wait_closed()
+        if not self.force_exit:
+            await self.lifespan.shutdown()
 
     async def main_loop(self) -> None:
         counter = 0
