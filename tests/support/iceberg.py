@@ -4,15 +4,18 @@ default JDBC catalog writes (PyIceberg's ``SqlCatalog`` reads the same tables)."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.table import Table
+if TYPE_CHECKING:  # PyIceberg takes 1.5 s to import: on use, not when each worker collects
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.table import Table
 
 
 def catalog(warehouse: Path) -> SqlCatalog:
     """The catalog of ``--iceberg-warehouse`` `warehouse` (its default SQLite file)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
     return SqlCatalog("flatavro", uri=f"sqlite:///{warehouse}/catalog.sqlite",
                       warehouse=f"file://{warehouse}")
 
