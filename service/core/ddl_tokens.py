@@ -17,7 +17,7 @@ from sqlglot.tokens import Token, TokenType
 
 from service.core.limits import check_column_count
 
-__all__ = ["Scanned", "blank_tidb_extras", "scan_create"]
+__all__ = ["Scanned", "scan_create"]
 
 _DIALECT = MySQL()
 _TIDB_COLUMN_WORDS = frozenset({"AUTO_RANDOM", "CLUSTERED", "NONCLUSTERED"})
@@ -39,7 +39,7 @@ class Scanned(NamedTuple):
     """A ``CREATE TABLE`` ready for the parser.
 
     Attributes:
-        text: the statement with TiDB-only tokens blanked (`blank_tidb_extras`).
+        text: the statement with TiDB-only tokens blanked.
         real_columns: the columns declared ``REAL``.
         tokens: the statement's tokens when nothing was blanked, for the parser to take as
             they are (tokenizing again cost a fifth of parsing a 4096-column table); else None.
@@ -50,20 +50,14 @@ class Scanned(NamedTuple):
     tokens: list[Token] | None
 
 
-def blank_tidb_extras(ddl: str) -> tuple[str, frozenset[str]]:
+def scan_create(ddl: str) -> Scanned:
     """Replace TiDB-only tokens with spaces, keeping every other character where it was.
 
-    Also returns the columns declared ``REAL``: MySQL's REAL is DOUBLE, sqlglot reads FLOAT;
-    and refuses more columns than TiDB allows (`LimitExceededError`) before anything parses.
-    Text that does not tokenize is returned as it is (the parser reports it, with its
-    position).
+    Also names the columns declared ``REAL`` (MySQL's REAL is DOUBLE, sqlglot reads FLOAT),
+    keeps the tokens when nothing was blanked, and refuses more columns than TiDB allows
+    (`LimitExceededError`) before anything parses. Text that does not tokenize is returned as
+    it is (the parser reports it, with its position).
     """
-    scanned = scan_create(ddl)
-    return scanned.text, scanned.real_columns
-
-
-def scan_create(ddl: str) -> Scanned:
-    """`blank_tidb_extras`, with the tokens kept when the text is unchanged."""
     try:
         tokens = _DIALECT.tokenize(ddl)
     except sqlglot.errors.TokenError:
