@@ -190,9 +190,10 @@ def _while_probing(served: ServedApp, path: str, body: dict[str, object],
     is /healthz answering meanwhile, not the POST's time: speed is bench/'s)."""
     answers: list[httpx.Response | Exception] = []
 
-    def post() -> None:
+    def post() -> None:  # its own client: the probes below use the server's
         try:
-            answers.append(served.http.post(served.url + path, json=body, timeout=120))
+            with httpx.Client(timeout=120) as client:
+                answers.append(client.post(served.url + path, json=body))
         except httpx.HTTPError as exc:
             answers.append(exc)
 
