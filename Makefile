@@ -34,8 +34,8 @@ SEAWEEDFS := $(SEAWEEDFS_CACHE)/.built
 unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers for make test (one per core on the 2-core CI machine: each worker may
 # run a broker and a Spark driver) and for make check, whose tests wait on subprocesses and
-# sockets: a third worker fills the cores' idle time (2026-12-03: 134 s with 2, 118-119 s with
-# 3 or 4).
+# sockets: a third worker fills the cores' idle time (2026-12-03: 134-142 s with 2, 114-131 s
+# with 3 over five runs, 119 s with 4).
 TEST_WORKERS ?= 2
 CHECK_WORKERS ?= 3
 CHECKS := check-run check-openapi check-dist check-setup check-check check-test check-demo \

@@ -81,20 +81,15 @@ def writer_field(index: dict[str, Field], reader_field: Field) -> Field | None:
 
 class JavaNameChecker(ReaderWriterCompatibilityChecker):
     """Apache avro's reader/writer checker, with Java's name rule for records, enums, fixed, and
-    each writer record's fields indexed once (`field_index`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._indexes: dict[int, dict[str, Field]] = {}  # by id(): the schemas outlive a check
+    each writer record's fields indexed once per record pair (`field_index`; avro's memo
+    reaches a pair's field step once)."""
 
     @override  # avro calls it with three positional arguments
     def check_reader_writer_record_fields(
         self, reader: RecordSchema, writer: RecordSchema, location: list[str],
     ) -> SchemaCompatibilityResult:
         # avro's steps (Java's checkReaderWriterRecordFields), its lookup over an index
-        index = self._indexes.get(id(writer))
-        if index is None:
-            index = self._indexes[id(writer)] = field_index(writer)
+        index = field_index(writer)
         result = CompatibleResult
         for i, field in enumerate(reader.fields):
             here = location + ["fields", str(i)]

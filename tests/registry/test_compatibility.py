@@ -65,10 +65,9 @@ class _AvroFieldStep(JavaNameChecker):
     for p in PAIRS["compatible"] + PAIRS["incompatible"]])
 def test_the_indexed_field_step_answers_as_avros_own(reader: str, writer: str) -> None:
     # Field aliases, missing defaults, enum defaults and nested records are in the corpus.
-    ours = JavaNameChecker().get_compatibility(avro.schema.parse(S[reader]),
-                                               avro.schema.parse(S[writer]))
-    avros = _AvroFieldStep().get_compatibility(avro.schema.parse(S[reader]),
-                                               avro.schema.parse(S[writer]))
+    pair = avro.schema.parse(S[reader]), avro.schema.parse(S[writer])
+    ours, avros = (checker().get_compatibility(*pair)
+                   for checker in (JavaNameChecker, _AvroFieldStep))
     assert (ours.compatibility, ours.incompatibilities, ours.locations, ours.messages) == (
         avros.compatibility, avros.incompatibilities, avros.locations, avros.messages)
 
