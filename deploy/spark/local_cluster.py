@@ -83,7 +83,9 @@ class SparkCluster:
 
     def state(self) -> dict[str, Any]:
         """The master's JSON (``/json/``): its status, workers and applications."""
-        state: dict[str, Any] = httpx.get(f"{self.web_url}/json/", timeout=5).json()
+        response = httpx.get(f"{self.web_url}/json/", timeout=5)
+        response.raise_for_status()
+        state: dict[str, Any] = response.json()
         return state
 
     def alive_workers(self) -> int:
@@ -101,6 +103,10 @@ class SparkCluster:
                     return
             except httpx.TransportError:
                 pass  # the master's UI is not up yet
+            except httpx.HTTPStatusError as error:
+                # Jetty listens a moment before the master attaches its pages: a 404 then
+                if error.response.status_code != 404:
+                    raise
             time.sleep(0.2)
         raise AssertionError(f"{what} of the Spark cluster did not come up within {timeout} s:"
                              f"\n{self.log_tail('master')}")
