@@ -81,7 +81,7 @@ def column_definition(item: exp.ColumnDef, *, table_charset: str | None, real: b
     if kind.this is _SERIAL:
         facts.unsigned, facts.nullable = True, False
     for constraint in item.constraints:
-        facts.apply(constraint.kind)
+        facts.apply(_constraint_kind(constraint))
     if facts.charset is None and base.family is TypeFamily.TEXT:
         facts.charset = table_charset
     length, decimal = _length_and_decimal(base, numbers)
@@ -139,10 +139,19 @@ def _length_and_decimal(base: MySQLType, numbers: list[int]) -> tuple[int | None
 
 def is_virtual(item: exp.ColumnDef) -> bool:
     """Whether the column is a virtual generated column (TiCDC does not replicate those)."""
-    return any(
-        isinstance(c.kind, exp.ComputedColumnConstraint) and not c.kind.args.get("persisted")
-        for c in item.constraints
-    )
+    for constraint in item.constraints:
+        kind = _constraint_kind(constraint)
+        if isinstance(kind, exp.ComputedColumnConstraint) and not kind.args.get("persisted"):
+            return True
+    return False
+
+
+def _constraint_kind(constraint: exp.ColumnConstraint) -> exp.Expr | None:
+    """What a column constraint is (``NOT NULL``, ``DEFAULT``, ``ZEROFILL``, ...). Read from its
+    arguments: sqlglot's compiled build (sqlglotc) checks the ``kind`` property's declared type,
+    and ``ZEROFILL``'s is not among them (a TypeError)."""
+    kind: exp.Expr | None = constraint.args.get("kind")
+    return kind
 
 
 def is_serial(item: exp.ColumnDef) -> bool:

@@ -12,6 +12,7 @@ from avro.compatibility import ReaderWriterCompatibilityChecker
 
 from service.core.ddl import table_from_ddl
 from service.core.schema import generate_schemas
+from service.registry import compatibility
 from service.registry.avro_checker import JavaNameChecker
 from service.registry.canonical import stored_form
 from service.registry.compatibility import (
@@ -151,3 +152,27 @@ def test_invalid_schemas(text: str) -> None:
     with pytest.raises(InvalidSchemaError) as err:
         check_compatibility(text, [], level=CompatibilityLevel.BACKWARD)
     assert err.value.code == "invalid_schema"
+
+
+def test_a_pair_checked_again_is_answered_from_the_cache(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """A table registration checks its schema, then the registry checks it again: the second
+    check of the same texts at the same level runs avro's checker no more, and answers the
+    same; another level, version or text is checked afresh."""
+    explained: list[str] = []
+    real = compatibility._explain
+
+    def counting(**kwargs: Any) -> list[compatibility.Incompatibility]:
+        explained.append(kwargs["direction"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(compatibility, "_explain", counting)
+    v1 = flat("CREATE TABLE d.cache (id INT PRIMARY KEY, age INT)")
+    v2 = flat("CREATE TABLE d.cache (id INT PRIMARY KEY, age VARCHAR(3))")
+    first = check_compatibility(v2, [(1, v1)], level=CompatibilityLevel.FULL)
+    assert explained == ["new_reads_old", "old_reads_new"]
+    assert check_compatibility(v2, [(1, v1)], level=CompatibilityLevel.FULL) == first
+    assert not first.compatible and len(explained) == 2
+    check_compatibility(v2, [(1, v1)], level=CompatibilityLevel.BACKWARD)
+    check_compatibility(v2, [(2, v1)], level=CompatibilityLevel.FULL)
+    assert explained[2:] == ["new_reads_old", "new_reads_old", "old_reads_new"]
