@@ -1,22 +1,15 @@
-"""The one place that lists the TiCDC protocols flatavro converts, and builds their decoders."""
+"""The one place that maps the TiCDC protocols flatavro converts (`Protocol`, named in
+service/cdc/protocols.py) to their decoders, and builds them."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 
 from service.cdc import canal_json, open_protocol, simple
 from service.cdc.interface import ProtocolDecoder
+from service.cdc.protocols import Protocol
 
 __all__ = ["Protocol", "DECODERS", "new_decoders"]
-
-
-class Protocol(enum.Enum):
-    """A TiCDC protocol, by the name used in URLs and on the command line."""
-
-    CANAL_JSON = "canal-json"
-    OPEN_PROTOCOL = "open-protocol"
-    SIMPLE = "simple"
 
 
 DECODERS: dict[Protocol, Callable[..., ProtocolDecoder]] = {

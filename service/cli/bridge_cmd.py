@@ -9,11 +9,9 @@ import os
 import signal
 import socket
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from service.bridge.log import log
-from service.bridge.watchdog import Watchdog
-from service.cdc.catalog import Protocol
+from service.cdc.protocols import Protocol
 from service.cli.convert_cmd import (
     add_key_columns_option,
     add_registry_options,
@@ -21,9 +19,11 @@ from service.cli.convert_cmd import (
     registry_settings,
 )
 from service.cli.schema_cmd import add_schema_options, schema_options
-from service.registry.errors import RegistryAuthError, RegistryError, RegistryUnsupportedError
-from service.usecases.runtime import Runtime
-from service.usecases.settings import RuntimeSettings
+
+if TYPE_CHECKING:
+    from service.bridge.watchdog import Watchdog
+    from service.usecases.runtime import Runtime
+    from service.usecases.settings import RuntimeSettings
 
 __all__ = ["register"]
 
@@ -117,6 +117,7 @@ async def _run(settings: RuntimeSettings, args: argparse.Namespace, *,
                stop: threading.Event, watchdog: Watchdog) -> None:
     from service.bridge.bridge import Bridge, BridgeOptions
     from service.bridge.kafka_settings import kafka_settings
+    from service.usecases.runtime import Runtime
 
     options = BridgeOptions(
         protocol=Protocol(args.protocol), source_topic=args.source_topic,
@@ -145,6 +146,13 @@ async def _check_registry(runtime: Runtime) -> None:
     """Stop before touching Kafka when the registry URL leads to no Confluent API or refuses
     the credentials: settings that no retry mends (an unreachable registry is not checked
     here; the bridge holds its batches until the registry answers)."""
+    from service.bridge.log import log
+    from service.registry.errors import (
+        RegistryAuthError,
+        RegistryError,
+        RegistryUnsupportedError,
+    )
+
     if runtime.remote is None:
         return
     try:
@@ -156,6 +164,9 @@ async def _check_registry(runtime: Runtime) -> None:
 
 
 def _bridge(args: argparse.Namespace) -> int:
+    # The bridge's modules (and librdkafka's) are imported by this command alone.
+    from service.bridge.watchdog import Watchdog
+
     stop, watchdog = threading.Event(), Watchdog(args.broker_timeout)
     _on_signals(stop, watchdog)
     try:

@@ -14,16 +14,17 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from service.cdc.catalog import Protocol
+from service.cdc.protocols import Protocol
 from service.cli.schema_cmd import add_schema_options, schema_options
-from service.codec.convert import ConvertInput
 from service.core.errors import InvalidInputError
-from service.usecases.runtime import Runtime
-from service.usecases.settings import RuntimeSettings
+
+if TYPE_CHECKING:
+    from service.codec.convert import ConvertInput
+    from service.usecases.settings import RuntimeSettings
 
 __all__ = ["register", "add_registry_options", "registry_settings", "add_key_columns_option",
            "key_columns"]
@@ -114,6 +115,8 @@ def _messages(path: str) -> list[tuple[str | None, str | None]]:
 def registry_settings(args: argparse.Namespace) -> RuntimeSettings:
     """The settings with the registry the command line names (the rest from the
     ``FLATAVRO_*`` environment)."""
+    from service.usecases.settings import RuntimeSettings
+
     overrides: dict[str, Any] = {}
     if args.registry_url:
         overrides["registry_url"] = args.registry_url
@@ -124,6 +127,8 @@ def registry_settings(args: argparse.Namespace) -> RuntimeSettings:
 
 async def _run(settings: RuntimeSettings, *, protocol: Protocol, request: ConvertInput
                ) -> dict[str, Any]:
+    from service.usecases.runtime import Runtime
+
     runtime = Runtime.start(settings)
     try:
         return await runtime.converter.convert(protocol, request)
@@ -132,6 +137,10 @@ async def _run(settings: RuntimeSettings, *, protocol: Protocol, request: Conver
 
 
 def _convert(args: argparse.Namespace) -> int:
+    # The converter's modules are imported by the command that runs it, not by every start of
+    # `flatavro` (its other commands start in a fraction of the time).
+    from service.codec.convert import ConvertInput
+
     request = ConvertInput(_messages(args.file), args.encoding, args.topic, args.register,
                            schema_options(args), key_columns(args))
     result = asyncio.run(_run(registry_settings(args), protocol=Protocol(args.protocol),

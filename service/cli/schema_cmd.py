@@ -9,7 +9,6 @@ from typing import Any
 
 import orjson
 
-from service.core.ddl import table_from_ddl
 from service.core.errors import InvalidInputError
 from service.core.schema import (
     BigintUnsignedHandlingMode,
@@ -17,7 +16,6 @@ from service.core.schema import (
     SchemaOptions,
     generate_schemas,
 )
-from service.core.table_json import table_from_json_text
 
 __all__ = ["register", "add_schema_options", "schema_options"]
 
@@ -82,6 +80,10 @@ def _read(path: str) -> str:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    # Imported by the command that reads tables (sqlglot is most of `flatavro`'s start-up).
+    from service.core.ddl import table_from_ddl
+    from service.core.table_json import table_from_json_text
+
     if args.table is not None:
         table = table_from_json_text(_read(args.table))
     else:
