@@ -29,12 +29,17 @@ TYPES = ["INT", "BIGINT UNSIGNED", "VARCHAR(255)", "DECIMAL(12,2)", "DATETIME(3)
          "ENUM('a','b','c')", "DOUBLE", "DATE", "JSON"]
 
 
+def wide_ddl(columns: int, *, extra: str = "") -> str:
+    """A CREATE TABLE of `columns` columns of varied types (the key included), then `extra`."""
+    body = ", ".join(f"c{i:05d} {TYPES[i % len(TYPES)]}" for i in range(columns - 1))
+    return f"CREATE TABLE bench.wide (id BIGINT PRIMARY KEY, {body}{extra})"
+
+
 def _pair(columns: int) -> tuple[avro.schema.Schema, avro.schema.Schema]:
     """Versions 1 and 2 of a table of `columns` columns in version 2."""
-    body = ", ".join(f"c{i:05d} {TYPES[i % len(TYPES)]}" for i in range(columns - 2))
-    ddl = f"CREATE TABLE bench.wide (id BIGINT PRIMARY KEY, {body}{{extra}})"
-    old, new = (generate_schemas(table_from_ddl(ddl.format(extra=extra))).value_schema
-                for extra in ("", ", extra INT NULL"))
+    old, new = (generate_schemas(table_from_ddl(ddl)).value_schema
+                for ddl in (wide_ddl(columns - 1), wide_ddl(columns - 1,
+                                                            extra=", extra INT NULL")))
     return avro.schema.parse(json.dumps(old)), avro.schema.parse(json.dumps(new))
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import sqlglot
 
-from bench.bench_compatibility import TYPES
+from bench.bench_compatibility import wide_ddl
 from bench.figures import timed
 from service.core.ddl import table_from_ddl
 
@@ -31,17 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SIZES = ((64, 60), (4096, 5))  # (columns, rounds)
 
 
-def ddl(columns: int) -> str:
-    """A CREATE TABLE of `columns` columns of varied types (the key included)."""
-    body = ", ".join(f"c{i:05d} {TYPES[i % len(TYPES)]}" for i in range(columns - 1))
-    return f"CREATE TABLE bench.wide (id BIGINT PRIMARY KEY, {body})"
-
-
 def measure() -> dict[str, dict[str, float]]:
     """Best seconds of ours and raw at each size, interleaved rounds, in this process."""
     best: dict[str, dict[str, float]] = {}
     for columns, rounds in SIZES:
-        text = ddl(columns)
+        text = wide_ddl(columns)
         ours = raw = float("inf")
         for _ in range(rounds):
             ours = min(ours, timed(lambda: table_from_ddl(text)))  # noqa: B023

@@ -11,6 +11,8 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
+from service.bridge.log import log
+from service.bridge.watchdog import Watchdog
 from service.cdc.protocols import Protocol
 from service.cli.convert_cmd import (
     add_key_columns_option,
@@ -19,9 +21,9 @@ from service.cli.convert_cmd import (
     registry_settings,
 )
 from service.cli.schema_cmd import add_schema_options, schema_options
+from service.registry.errors import RegistryAuthError, RegistryError, RegistryUnsupportedError
 
 if TYPE_CHECKING:
-    from service.bridge.watchdog import Watchdog
     from service.usecases.runtime import Runtime
     from service.usecases.settings import RuntimeSettings
 
@@ -146,13 +148,6 @@ async def _check_registry(runtime: Runtime) -> None:
     """Stop before touching Kafka when the registry URL leads to no Confluent API or refuses
     the credentials: settings that no retry mends (an unreachable registry is not checked
     here; the bridge holds its batches until the registry answers)."""
-    from service.bridge.log import log
-    from service.registry.errors import (
-        RegistryAuthError,
-        RegistryError,
-        RegistryUnsupportedError,
-    )
-
     if runtime.remote is None:
         return
     try:
@@ -164,9 +159,6 @@ async def _check_registry(runtime: Runtime) -> None:
 
 
 def _bridge(args: argparse.Namespace) -> int:
-    # The bridge's modules (and librdkafka's) are imported by this command alone.
-    from service.bridge.watchdog import Watchdog
-
     stop, watchdog = threading.Event(), Watchdog(args.broker_timeout)
     _on_signals(stop, watchdog)
     try:
