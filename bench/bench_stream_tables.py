@@ -18,6 +18,12 @@ Driver memory: the JVM's and Python's resident set (VmRSS) after the N-table run
 Separate applications: the same N tables (first N = 20 only) as N ``python -m spark_jobs.stream
 --topic`` processes, ``--apps-at-once`` (5) running at a time: their wall clock against the
 one application's.
+Delta's floor (`delta_floor`): Delta's own MERGEs with no stream around them, in the same warm
+session, ``--parallel-tables`` tables at a time: each of the N tables' rows (read back from the
+stream's tables and cached: the live keys, fewer rows than the stream's MERGEs had) into an empty
+table of its own with the stream's clauses, then one new row into each of them. An N-table
+stream does at least those MERGEs, so the first bounds its ratio against the one-table stream
+from above, and the second bounds from below the time of a micro-batch that touches every table.
 """
 
 from __future__ import annotations
@@ -32,10 +38,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import deltalake
-from pyspark.sql import SparkSession
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from bench.bench_stream import ROOT, Topic, plan, service
 from bench.figures import timed
@@ -44,6 +53,7 @@ from spark_jobs.jobs.stream import run
 from spark_jobs.session import build_session
 from spark_jobs.settings.config import DEFAULT_PARALLEL_TABLES, StreamConfig, Trigger
 from spark_jobs.settings.tables import PathTemplate, Topics
+from spark_jobs.sinks.merge import clauses, key_on, values
 
 LATENCY_KEY = 10_000_000
 """Keys of the latency phase start here (above any key of the timed changes)."""
@@ -155,6 +165,39 @@ def _first_seen(path: Path) -> dict[int, float]:
     return seen
 
 
+def delta_floor(spark: SparkSession, work: Path, tables: int, threads: int
+                ) -> tuple[int, float, float]:
+    """Delta's own MERGEs of the N tables, no stream: (rows, seconds to MERGE each table's rows
+    into an empty table, seconds to MERGE one new row into each), `threads` tables at a time,
+    with the stream's clauses in Kafka order (docs/speed.md)."""
+    sources: list[DataFrame] = []
+    for table in sorted((work / f"db{tables}").iterdir()):
+        sources.append(spark.read.format("delta").load(str(table)).withColumn(
+            "_op", F.lit("upsert")).cache())
+    rows = sum(source.count() for source in sources)
+    paths = [str(work / f"floor{tables}" / str(n)) for n in range(len(sources))]
+    for path, source in zip(paths, sources, strict=True):
+        DeltaTable.create(spark).location(path).addColumns(source.drop("_op").schema).property(
+            "delta.enableDeletionVectors", "true").execute()
+    assigned = values([c for c in sources[0].columns if c != "_op"], soft=False)
+
+    def merge_all(pick: Callable[[DataFrame], DataFrame]) -> None:
+        def merge(path: str, source: DataFrame) -> None:
+            clauses(DeltaTable.forPath(spark, path).alias("t").merge(
+                pick(source).alias("s"), key_on(["id"])), assigned, ordered=False,
+                soft=False).execute()
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            list(pool.map(merge, paths, sources))
+    try:
+        all_rows = timed(lambda: merge_all(lambda source: source))
+        one_row = timed(lambda: merge_all(
+            lambda source: source.limit(1).withColumn("id", F.lit(2 * LATENCY_KEY))))
+    finally:
+        for source in sources:
+            source.unpersist()
+    return rows, all_rows, one_row
+
+
 def separate_apps(tables: int, work: Path, topics: list[Topic], at_once: int) -> float:
     """Wall clock of one single-topic application per table, `at_once` at a time."""
     def one(topic: Topic) -> None:
@@ -188,6 +231,15 @@ def measure(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables
         print(f"  {tables} tables vs one table: ratio {rates[tables] / rates[1]:.2f} "
               f"(target >= 0.7)")
     ok = check(work, tables, args.changes // tables)
+    rows, all_rows, one_row = delta_floor(spark, work, tables, args.parallel_tables)
+    print(f"  Delta's own MERGEs alone, {args.parallel_tables} tables at a time: the {rows:,} "
+          f"rows into {tables} empty table(s) {all_rows:.1f} s, one new row into each "
+          f"{one_row:.1f} s")
+    if 1 in rates and tables != 1:
+        print(f"  so {tables} tables in one application reach at most {total / all_rows:,.0f} "
+              f"rec/s, a ratio of {total / all_rows / rates[1]:.2f} against the one-table "
+              f"stream; a micro-batch touching all {tables} tables takes at least "
+              f"{one_row:.1f} s")
     if tables > 1 and args.latency_seconds:
         lags = latency(spark, tables, work, topics, args.latency_seconds)
         cuts = statistics.quantiles(lags, n=100) if len(lags) > 1 else lags * 99

@@ -21,7 +21,7 @@ from spark_jobs.settings import object_store
 if TYPE_CHECKING:  # imported where a session is built: the checks run on any python3
     from pyspark.sql import SparkSession
 
-__all__ = ["MASTER_CONNECT_SECONDS", "REDACTION_REGEX", "jar_paths", "master_addresses",
+__all__ = ["CODEGEN_CACHE_ENTRIES", "MASTER_CONNECT_SECONDS", "REDACTION_REGEX", "jar_paths", "master_addresses",
            "check_master", "build_session", "run_job"]
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +35,15 @@ REDACTION_REGEX = (r"(?i)secret|password|token|credential|access[.]key"
 configuration or option whose name or value matches is shown as ``*********(redacted)`` in the
 UI, the event log and plan strings (``kafka.sasl.jaas.config`` holds the SASL password; an
 Iceberg REST catalog's ``credential`` its OAuth secret)."""
+
+CODEGEN_CACHE_ENTRIES = 2000
+"""Spark's cache of compiled generated classes (``spark.sql.codegen.cache.maxEntries``, 100 by
+default; deploy/spark/submit.sh passes the same). A stream runs the same plans every
+micro-batch, but one table's Delta MERGE alone compiles some 30 classes, so a stream of a few
+tables cycles through more than 100 and, least recently used first, evicts each class just
+before it is needed again: Delta's own MERGEs of 20 small tables compiled some 1,400 classes
+per round (about 10 s of a 50 s round on 2 cores), and with 5,000 entries one (docs/speed.md,
+"A whole database in one stream")."""
 
 MASTER_CONNECT_SECONDS = 10.0
 """How long the job waits for a standalone master to accept a connection, all masters of a
@@ -122,7 +131,7 @@ def _without_submit(builder: SparkSession.Builder, master: str, *,
                     s3a: bool) -> SparkSession.Builder:
     """What ``spark-submit`` would otherwise give: the cached jars in ``spark.jars`` (the
     driver serves them to a cluster's executors; with `s3a`, hadoop-aws's too), the master,
-    no UI or progress bars."""
+    `CODEGEN_CACHE_ENTRIES` (deploy/spark/submit.sh's), no UI or progress bars."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
     if _on_this_machine(master):
         # One machine: the driver listens on loopback only, not on the address Spark would
@@ -138,6 +147,7 @@ def _without_submit(builder: SparkSession.Builder, master: str, *,
             "spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
     jars = jar_paths() + (object_store.hadoop_aws_jars() if s3a else [])
     return builder.config("spark.jars", ",".join(jars)).config(
+        "spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES)).config(
         "spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").master(
         master)
 

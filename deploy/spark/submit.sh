@@ -90,4 +90,5 @@ exec spark-submit \
     "${jvm_parts[@]}" \
     --py-files "$zip" \
     --conf spark.sql.session.timeZone=UTC \
+    --conf spark.sql.codegen.cache.maxEntries=2000 \
     "$root/spark_jobs/$job.py" "$@"

@@ -1,6 +1,7 @@
 """The tests' class-data archive (deploy/spark/jvm_archive.py) is really used: a driver
 started with the tests' settings maps it without a class-path mismatch (Java would otherwise
-start without it, silently), the drivers run without whole-stage code generation, and a
+start without it, silently), the drivers run without whole-stage code generation (and with
+the session's larger cache of compiled classes), and a
 cluster's settings reach its jobs as properties."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from tests.support.parts import ROOT
 SESSION = ("from spark_jobs.session import build_session\n"
            "spark = build_session('archive-check', 'local[1]')\n"
            "assert spark.range(3).count() == 3\n"
+           "print(spark.conf.get('spark.sql.codegen.cache.maxEntries'))\n"
            "print(spark.conf.get('spark.sql.codegen.wholeStage'))\n"
            "spark.stop()\n")
 
@@ -30,6 +32,8 @@ def cds_log(tmp_path: Path, **env: str) -> str:
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[-1] == "false", done.stdout  # jvm_archive.NO_WHOLE_STAGE
+    # session.CODEGEN_CACHE_ENTRIES: Spark's cache of compiled classes holds a stream's plans
+    assert done.stdout.splitlines()[-2] == "2000", done.stdout
     return log.read_text()
 
 
