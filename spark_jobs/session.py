@@ -21,8 +21,8 @@ from spark_jobs.settings import object_store
 if TYPE_CHECKING:  # imported where a session is built: the checks run on any python3
     from pyspark.sql import SparkSession
 
-__all__ = ["CODEGEN_CACHE_ENTRIES", "MASTER_CONNECT_SECONDS", "REDACTION_REGEX", "jar_paths", "master_addresses",
-           "check_master", "build_session", "run_job"]
+__all__ = ["CODEGEN_CACHE_ENTRIES", "MASTER_CONNECT_SECONDS", "REDACTION_REGEX", "jar_paths",
+           "master_addresses", "check_master", "build_session", "run_job"]
 
 _ROOT = Path(__file__).resolve().parents[1]
 _REQUIRED = ("spark-avro_2.13", "spark-sql-kafka-0-10_2.13", "delta-spark_2.13")
