@@ -46,7 +46,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench.bench_stream import ROOT, Topic, plan, service
+from bench.bench_stream import ROOT, Topic, new_table, plan, service
 from bench.figures import timed
 from bench.kafka_broker import broker
 from spark_jobs.jobs.stream import run
@@ -177,8 +177,7 @@ def delta_floor(spark: SparkSession, work: Path, tables: int, threads: int
     rows = sum(source.count() for source in sources)
     paths = [str(work / f"floor{tables}" / str(n)) for n in range(len(sources))]
     for path, source in zip(paths, sources, strict=True):
-        DeltaTable.create(spark).location(path).addColumns(source.drop("_op").schema).property(
-            "delta.enableDeletionVectors", "true").execute()
+        new_table(spark, path, source.drop("_op"), deletion_vectors=True)
     assigned = values([c for c in sources[0].columns if c != "_op"], soft=False)
 
     def merge_all(pick: Callable[[DataFrame], DataFrame]) -> None:

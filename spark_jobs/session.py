@@ -38,9 +38,9 @@ Iceberg REST catalog's ``credential`` its OAuth secret)."""
 
 CODEGEN_CACHE_ENTRIES = 2000
 """Spark's cache of compiled generated classes (``spark.sql.codegen.cache.maxEntries``, 100 by
-default; deploy/spark/submit.sh passes the same). A stream runs the same plans every
-micro-batch, but one table's Delta MERGE alone compiles some 30 classes, so a stream of a few
-tables cycles through more than 100 and, least recently used first, evicts each class just
+default; deploy/spark/submit.sh and the Helm stream job pass the same). A stream runs the same
+plans every micro-batch, but one table's Delta MERGE alone compiles some 30 classes, so a few
+tables' stream cycles through more than 100 and, least recently used first, evicts each class just
 before it is needed again: Delta's own MERGEs of 20 small tables compiled some 1,400 classes
 per round (about 10 s of a 50 s round on 2 cores), and with 5,000 entries one (docs/speed.md,
 "A whole database in one stream")."""
