@@ -1,4 +1,5 @@
-"""Where a `make test` run's time goes: each test file's wall time on each pytest-xdist worker.
+"""Where a `make test` run's time goes: each test file's wall time and CPU time on each
+pytest-xdist worker, and how busy the machine's cores were over the run.
 
 Record with the plugin, then print the report (longest files per worker, with when each ran;
 the plugin prints it at the end of the run too, and `make test` records every run)::
@@ -11,6 +12,14 @@ Each process appends one JSON line per test (node id, worker, start, end) to
 ``.pytest_file_times/<worker>.jsonl`` (git-ignored; the controller empties the folder at the
 start of each recording run). tests/conftest.py's `_LONG_FILES` minutes come from such
 reports.
+
+A file's CPU time is that of the processes its worker started, read at the file's first and
+last test: the worker and every process whose environment carries the worker's
+`PROCESS_MARK` (brokers, Spark drivers, clusters and job subprocesses inherit it, even when
+their starter script exits), each with the CPU of the children it waited for. A part started
+by an earlier file and still running (the worker's broker, its Spark session) counts where it
+works. The machine's busy time (``/proc/stat``: all but idle and I/O wait) is read by the
+controller at the start and end of the run.
 """
 
 from __future__ import annotations
@@ -27,27 +36,69 @@ from typing import Any, TextIO
 import pytest
 
 FOLDER = Path(".pytest_file_times")
+PROCESS_MARK = "FLATAVRO_TEST_PROCESS"
+"""The environment variable naming the pytest process that started a process."""
+_TICKS = os.sysconf("SC_CLK_TCK")
 _out: TextIO | None = None
+_last_file: str | None = None  # the file of this process's previous test
+_machine_start: tuple[float, float] | None = None
+
+
+def machine_cpu() -> tuple[float, float]:
+    """The machine's CPU seconds since boot: (busy, all), all cores (``/proc/stat``)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guest is in user)
+    return (total - fields[3] - fields[4]) / _TICKS, total / _TICKS
+
+
+def own_cpu(mark: str) -> float:
+    """CPU seconds of this process and every live process whose environment has
+    ``PROCESS_MARK=mark``, each with its waited-for children's."""
+    needle = f"{PROCESS_MARK}={mark}".encode()
+    seconds = 0.0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if int(proc.name) != os.getpid() and \
+                    needle not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
+            stat = (proc / "stat").read_text()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        # utime stime cutime cstime: fields 14-17, counted after the command's ")".
+        seconds += sum(int(v) for v in stat.rsplit(")", 1)[1].split()[11:15]) / _TICKS
+    return seconds
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The controller (or the only process) starts each recording afresh."""
+    """The controller (or the only process) starts each recording afresh; each process marks
+    the processes it starts (`PROCESS_MARK`)."""
+    global _machine_start
+    os.environ[PROCESS_MARK] = f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}"
     if not hasattr(config, "workerinput"):
         shutil.rmtree(FOLDER, ignore_errors=True)
+        _machine_start = machine_cpu()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Generator[None, None, None]:
     """Time one test (setup, call and teardown) and append it to this worker's file."""
-    global _out
+    global _out, _last_file
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     if _out is None:
         FOLDER.mkdir(exist_ok=True)
         _out = (FOLDER / f"{worker}.jsonl").open("a", encoding="utf-8")
-    started = time.time()
+    row: dict[str, Any] = {"id": item.nodeid, "worker": worker, "start": time.time()}
+    file = item.nodeid.split("::")[0]
+    if _last_file != file:
+        row["cpu_start"] = own_cpu(os.environ[PROCESS_MARK])
     yield
-    _out.write(json.dumps({"id": item.nodeid, "worker": worker, "start": started,
-                           "end": time.time()}) + "\n")
+    row["end"] = time.time()
+    if nextitem is None or nextitem.nodeid.split("::")[0] != file:
+        row["cpu_end"] = own_cpu(os.environ[PROCESS_MARK])
+    _last_file = file
+    _out.write(json.dumps(row) + "\n")
     _out.flush()
 
 
@@ -58,28 +109,50 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_sep("=", "wall time per test file and worker "
                                         "(tests/support/file_times.py)")
         terminalreporter.write_line(report(top=15))
+        if _machine_start is not None:
+            terminalreporter.write_line(machine_line(_machine_start, machine_cpu()))
+
+
+def machine_line(start: tuple[float, float], end: tuple[float, float]) -> str:
+    """How busy the machine's cores were between two `machine_cpu` readings."""
+    busy, total = end[0] - start[0], end[1] - start[1]
+    return (f"machine: {busy:.0f} CPU-s busy of {total:.0f} ({busy / max(total, 1e-9):.0%}) "
+            f"on {os.cpu_count()} cores")
 
 
 def report(folder: Path = FOLDER, *, top: int = 25) -> str:
-    """Per worker: when it ended, then its `top` longest files (seconds, from-to)."""
+    """Per worker: when it ended and its CPU seconds, then its `top` longest files (wall
+    seconds, CPU seconds when recorded, from-to)."""
     rows = [json.loads(line) for path in sorted(folder.glob("*.jsonl"))
             for line in path.read_text(encoding="utf-8").splitlines()]
     if not rows:
         return f"no recording in {folder}: run pytest with -p tests.support.file_times"
     origin = min(r["start"] for r in rows)
     spans: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[float]] = {}
     for row in rows:
-        span = spans.setdefault((row["worker"], row["id"].split("::")[0]), [row["start"], 0])
+        at = (row["worker"], row["id"].split("::")[0])
+        span = spans.setdefault(at, [row["start"], 0])
         span[0], span[1] = min(span[0], row["start"]), max(span[1], row["end"])
+        for name in ("cpu_start", "cpu_end"):
+            if name in row:
+                cpu.setdefault(at, []).append(row[name])
+    # A file's CPU: its last reading less its first (a file run in one stretch).
+    used = {at: max(r) - min(r) for at, r in cpu.items() if len(r) >= 2}
     lines = []
     for worker in sorted({w for w, _ in spans}):
         own = sorted(((end - start, start - origin, end - origin, file)
                       for (w, file), (start, end) in spans.items() if w == worker), reverse=True)
-        lines.append(f"{worker}: ends at {max(o[2] for o in own):.0f} s, "
-                     f"{len(own)} files")
-        lines += [f"  {took:7.1f} s  [{begin:5.0f}-{end:5.0f}]  {file}"
-                  for took, begin, end, file in own[:top]]
+        mine = [s for (w, _), s in used.items() if w == worker]
+        lines.append(f"{worker}: ends at {max(o[2] for o in own):.0f} s, {len(own)} files"
+                     + (f", {sum(mine):.0f} CPU-s" if mine else ""))
+        lines += [f"  {took:7.1f} s {_cpu(used.get((worker, file)))}  [{begin:5.0f}-{end:5.0f}]"
+                  f"  {file}" for took, begin, end, file in own[:top]]
     return "\n".join(lines)
+
+
+def _cpu(seconds: float | None) -> str:
+    return "     -     " if seconds is None else f"{seconds:7.1f} CPU-s"
 
 
 if __name__ == "__main__":
