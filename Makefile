@@ -82,6 +82,7 @@ bench: check-bench $(EXTRAS) $(JARS)
 	$(BIN)/python -m bench.bench_spark
 	$(BIN)/python -m bench.bench_stream
 	$(BIN)/python -m bench.bench_stream_tables
+	$(BIN)/python -m bench.bench_guard
 	$(BIN)/python -m bench.bench_stream_formats
 	$(BIN)/python -m bench.bench_bridge
 
