@@ -14,16 +14,20 @@ start of each recording run). tests/conftest.py's `_LONG_FILES` minutes come fro
 reports.
 
 A file's CPU time is that of the processes its worker started, read at the file's first and
-last test: the worker and every process whose environment carries the worker's
-`PROCESS_MARK` (brokers, Spark drivers, clusters and job subprocesses inherit it, even when
-their starter script exits), each with the CPU of the children it waited for. A part started
-by an earlier file and still running (the worker's broker, its Spark session) counts where it
-works. The machine's busy time (``/proc/stat``: all but idle and I/O wait) is read by the
-controller at the start and end of the run.
+last test. Where the machine lets it (Linux's cgroup v1 ``cpuacct``, as root), each worker
+moves itself into a control group of its own: every process it starts stays in the group
+wherever it is reparented (a broker left behind by ``kafka.sh``, a Spark driver JVM whose
+Python parent was SIGKILLed), and the group's ``cpuacct.usage`` keeps the CPU of those that
+have exited. Elsewhere it is the worker and every live process whose environment carries the
+worker's `PROCESS_MARK`, each with the CPU of the children it waited for (a process that exits
+unwaited is missed). A part started by an earlier file and still running (the worker's broker,
+its Spark session) counts where it works. The machine's busy time (``/proc/stat``: all but idle
+and I/O wait) is read by the controller at the start and end of the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -42,6 +46,8 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 _out: TextIO | None = None
 _last_file: str | None = None  # the file of this process's previous test
 _machine_start: tuple[float, float] | None = None
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+_group: Path | None = None  # this process's own cpuacct group, when it could make one
 
 
 def machine_cpu() -> tuple[float, float]:
@@ -52,8 +58,14 @@ def machine_cpu() -> tuple[float, float]:
 
 
 def own_cpu(mark: str) -> float:
-    """CPU seconds of this process and every live process whose environment has
+    """CPU seconds of this process and the processes it started: its control group's
+    (`join_group`), else its own and every live process's whose environment has
     ``PROCESS_MARK=mark``, each with its waited-for children's."""
+    if _group is not None:
+        try:
+            return int((_group / "cpuacct.usage").read_text()) / 1e9
+        except OSError:
+            pass
     needle = f"{PROCESS_MARK}={mark}".encode()
     seconds = 0.0
     for proc in Path("/proc").iterdir():
@@ -71,14 +83,70 @@ def own_cpu(mark: str) -> float:
     return seconds
 
 
+def _current_group() -> Path | None:
+    """This process's cpuacct group (cgroup v1), None without one."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(","):
+            return CPUACCT / path.lstrip("/")
+    return None
+
+
+def groups_available() -> bool:
+    """Whether this process can make cpuacct groups (`join_group`)."""
+    parent = _current_group()
+    return parent is not None and os.access(parent / "cgroup.procs", os.W_OK)
+
+
+def join_group(name: str) -> Path | None:
+    """Move this process into a new cpuacct group `name` below its own, where the processes it
+    starts will be counted; None when the machine does not allow it. Empty groups of earlier
+    runs beside it are removed."""
+    try:
+        parent = _current_group()
+        if parent is None or not (parent / "cgroup.procs").exists():
+            return None
+        for stale in parent.glob("flatavro-tests-*"):
+            inner = [d for d in stale.rglob("*") if d.is_dir()]
+            for folder in sorted(inner, key=lambda d: len(d.parts), reverse=True) + [stale]:
+                with contextlib.suppress(OSError):  # still holds processes
+                    folder.rmdir()
+        group = parent / name
+        group.mkdir()
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+        return group
+    except OSError:
+        return None
+
+
+def leave_group() -> None:
+    """Move this process back to the parent group and remove its own when nothing is left in
+    it (its CPU stays counted in the parent's)."""
+    global _group
+    if _group is None:
+        return
+    with contextlib.suppress(OSError):
+        (_group.parent / "cgroup.procs").write_text(str(os.getpid()))
+        _group.rmdir()
+    _group = None
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """The controller (or the only process) starts each recording afresh; each process marks
-    the processes it starts (`PROCESS_MARK`)."""
-    global _machine_start
-    os.environ[PROCESS_MARK] = f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}"
+    """The controller (or the only process) starts each recording afresh; each process that
+    runs tests marks the processes it starts (`PROCESS_MARK`) and counts them in its own
+    control group where it can (`join_group`)."""
+    global _machine_start, _group
+    mark = f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}"
+    os.environ[PROCESS_MARK] = mark
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        _group = join_group(f"flatavro-tests-{mark}")
     if not hasattr(config, "workerinput"):
         shutil.rmtree(FOLDER, ignore_errors=True)
         _machine_start = machine_cpu()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    leave_group()
 
 
 @pytest.hookimpl(hookwrapper=True)
