@@ -12,8 +12,8 @@ round; the best total of each is kept.
 
 - **offset order** (the raw figure): `last_change_per_key` and the unconditional MERGE
   (`merge.clauses`), what ``--order offset`` does;
-- **commit order, no tombstones**: `in_commit_order` and the MERGE's commit-ts conditions (what
-  ``--deletes soft`` needs: its rows are their own tombstones);
+- **commit order, no tombstones**: `in_commit_order` and the MERGE's commit-ts conditions, no
+  guard (the guard less its tombstones);
 - **the guard** (``--deletes hard``, the default): as above, and before the MERGE the tombstones
   of the batch's deletes read from the table (`ordering.removed_commits`) and appended to the
   guard's Delta table (`ordering.record`), then joined with the batch (`ordering.with_tombstones`);
