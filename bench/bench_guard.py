@@ -23,7 +23,8 @@ round; the best total of each is kept.
   Parquet file per batch (no Delta commit) and read back as files: what the guard would cost
   without its second Delta table.
 
-Each ratio is the variant's rate against offset order's in the same run.
+Each variant's table must then hold exactly the live keys, else exit 1. Each ratio is the
+variant's rate against offset order's in the same run.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import argparse
 import functools
 import random
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -48,7 +50,7 @@ from spark_jobs.decoding.transforms import (
     last_change_per_key,
 )
 from spark_jobs.session import build_session
-from spark_jobs.sinks import merge, ordering
+from spark_jobs.sinks import delta, ordering
 
 KEYS = ["id"]
 VALUES = 18
@@ -65,8 +67,9 @@ def with_values(df: DataFrame) -> DataFrame:
                            for i in range(1, VALUES + 1)})
 
 
-def plan(seed: int = 7) -> list[list[tuple[int, str]]]:
-    """The micro-batches' (key, op): inserts of new keys, updates and deletes of live ones."""
+def plan(seed: int = 7) -> tuple[list[list[tuple[int, str]]], int]:
+    """The micro-batches' (key, op): inserts of new keys, updates and deletes of live ones; and
+    how many keys are live after them."""
     rng, live, next_key, batches = random.Random(seed), set(range(TABLE_ROWS)), TABLE_ROWS, []
     for _ in range(BATCHES):
         drawn, changes = sorted(live), []
@@ -79,12 +82,13 @@ def plan(seed: int = 7) -> list[list[tuple[int, str]]]:
                 continue
             key = drawn[rng.randrange(len(drawn))]
             if draw < INSERTS + UPDATES or key not in live:
-                changes.append((key, "upsert"))
+                changes.append((key, "upsert"))  # a key deleted earlier: inserted again
+                live.add(key)
             else:
                 changes.append((key, "delete"))
                 live.discard(key)
         batches.append(changes)
-    return batches
+    return batches, len(live)
 
 
 def decoded(spark: SparkSession, batches: list[list[tuple[int, str]]]) -> list[DataFrame]:
@@ -109,20 +113,24 @@ def fresh_table(spark: SparkSession, path: str) -> None:
         "delta.enableDeletionVectors", "true").save(path)
 
 
-def merged(spark: SparkSession, path: str, source: DataFrame, *, ordered: bool) -> None:
-    builder = DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"),
-                                                               merge.key_on(KEYS))
-    merge.clauses(builder, merge.values(COLUMNS, soft=False), ordered=ordered,
-                  soft=False).execute()
+def merged(spark: SparkSession, path: str, source: DataFrame, number: int, *,
+           ordered: bool) -> None:
+    """The stream's MERGE (`delta.merge_changes`) of micro-batch `number`."""
+    delta.merge_changes(spark, path, changes=source, key_columns=KEYS, columns=COLUMNS,
+                        app_id="bench", batch_id=number, ordered=ordered)
+
+
+def untombed(winners: DataFrame) -> DataFrame:
+    """`in_commit_order`'s rows with no tombstone joined."""
+    return winners.withColumn(TOMBSTONE, F.lit(None).cast("long"))
 
 
 def offset_order(spark: SparkSession, path: str, batch: DataFrame, number: int) -> None:
-    merged(spark, path, last_change_per_key(batch, KEYS), ordered=False)
+    merged(spark, path, last_change_per_key(batch, KEYS), number, ordered=False)
 
 
 def no_tombstones(spark: SparkSession, path: str, batch: DataFrame, number: int) -> None:
-    winners = in_commit_order(batch, KEYS).withColumn(TOMBSTONE, F.lit(None).cast("long"))
-    merged(spark, path, winners, ordered=True)
+    merged(spark, path, untombed(in_commit_order(batch, KEYS)), number, ordered=True)
 
 
 def guarded(spark: SparkSession, path: str, batch: DataFrame, number: int, *,
@@ -135,8 +143,7 @@ def guarded(spark: SparkSession, path: str, batch: DataFrame, number: int, *,
         ordering.record(spark, path, winners=winners, keys=KEYS, app_id="bench",
                         batch_id=number)
         merged(spark, path, ordering.with_tombstones(spark, path, winners=winners, keys=KEYS)
-               if join else winners.withColumn(TOMBSTONE, F.lit(None).cast("long")),
-               ordered=True)
+               if join else untombed(winners), number, ordered=True)
     finally:
         winners.unpersist()
 
@@ -149,7 +156,7 @@ def parquet_guarded(spark: SparkSession, path: str, batch: DataFrame, number: in
         tombstones.coalesce(1).write.mode("overwrite").parquet(f"{files}/batch-{number}")
         guard = spark.read.option("recursiveFileLookup", "true").parquet(files)
         merged(spark, path, ordering.tombstones_joined(
-            winners, ordering.newest(guard, keys=KEYS), keys=KEYS), ordered=True)
+            winners, ordering.newest(guard, keys=KEYS), keys=KEYS), number, ordered=True)
     finally:
         winners.unpersist()
 
@@ -171,7 +178,8 @@ def main() -> None:
     spark = build_session("flatavro-bench-guard", "local[2]")
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        frames = decoded(spark, plan())
+        batches, live = plan()
+        frames = decoded(spark, batches)
         totals: dict[str, list[float]] = {name: [] for name in VARIANTS}
         names = list(VARIANTS)
         for number in range(-1, args.rounds):  # round -1: the warm-up
@@ -181,6 +189,9 @@ def main() -> None:
                 step = functools.partial(VARIANTS[name], spark, path)
                 seconds = [timed(functools.partial(step, batch, n))
                            for n, batch in enumerate(frames)]
+                rows = spark.read.format("delta").load(path).count()
+                if rows != live:
+                    sys.exit(f"{name}: the table holds {rows:,} rows, not the {live:,} live keys")
                 if number >= 0:
                     totals[name].append(sum(seconds))
                 each = " / ".join(f"{s:.1f}" for s in seconds)
