@@ -54,6 +54,24 @@ def _workers(pid: int) -> list[int]:
     return sorted(found)
 
 
+def _accepting(pid: int, port: int) -> bool:
+    """Whether worker `pid`'s event loop watches the listening socket on `port`.
+
+    Uvicorn's parent binds the socket; each worker calls listen() and adds it to its epoll set
+    only after its lifespan has run, i.e. after it logged "starting": until then a connection
+    is refused, or the other worker takes every one."""
+    want = f"0100007F:{port:04X}"
+    inodes = {line.split()[9] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+              if line.split()[1] == want and line.split()[3] == "0A"}  # 0A: LISTEN
+    with contextlib.suppress(OSError):
+        fds = {fd.name for fd in Path(f"/proc/{pid}/fd").iterdir()
+               if os.readlink(fd) in {f"socket:[{inode}]" for inode in inodes}}
+        watched = {line.split()[1] for info in Path(f"/proc/{pid}/fdinfo").iterdir()
+                   for line in info.read_text().splitlines() if line.startswith("tfd:")}
+        return bool(fds & watched)
+    return False
+
+
 def _started(log: Path) -> list[dict[str, Any]]:
     lines = log.read_text(encoding="utf-8").splitlines()
     return [entry for entry in map(json.loads, (x for x in lines if x.startswith("{")))
@@ -72,7 +90,8 @@ def two_workers(tmp_path: Path) -> Iterator[Served]:
                                  env=env, stdout=sink, stderr=sink)
     try:
         deadline = time.monotonic() + 20
-        while len(_started(log)) < 2 or len(_workers(child.pid)) < 2:
+        while (len(_started(log)) < 2 or len(workers := _workers(child.pid)) < 2
+               or not all(_accepting(pid, port) for pid in workers)):
             assert child.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
         httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).raise_for_status()
