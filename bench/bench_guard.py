@@ -22,6 +22,10 @@ round; the best total of each is kept.
 - **the guard, tombstones as Parquet files**: the guard, but the tombstones written as one plain
   Parquet file per batch (no Delta commit) and read back as files: what the guard would cost
   without its second Delta table.
+- **the read alone**: the MERGE as without tombstones, after the tombstones of the batch's
+  deletes have been read from the table (`ordering.removed_commits`, collected to the driver) and
+  neither kept nor joined: the least any guard must do. A flat-avro delete carries no commit ts
+  (docs/streaming.md, "Commit order"); what it removed is only in the table, before the MERGE.
 
 Each variant's table must then hold exactly the live keys, else exit 1. Each ratio is the
 variant's rate against offset order's in the same run.
@@ -161,12 +165,23 @@ def parquet_guarded(spark: SparkSession, path: str, batch: DataFrame, number: in
         winners.unpersist()
 
 
+def read_alone(spark: SparkSession, path: str, batch: DataFrame, number: int) -> None:
+    winners = in_commit_order(batch, KEYS).persist()
+    try:
+        ordering.removed_commits(winners, DeltaTable.forPath(spark, path).toDF(),
+                                 keys=KEYS).toArrow()
+        merged(spark, path, untombed(winners), number, ordered=True)
+    finally:
+        winners.unpersist()
+
+
 VARIANTS: dict[str, Callable[[SparkSession, str, DataFrame, int], None]] = {
     "offset order (raw)": offset_order,
     "commit order, no tombstones": no_tombstones,
     "the guard (tombstones in a Delta table)": guarded,
     "tombstones kept, not joined": functools.partial(guarded, join=False),
     "the guard, tombstones as Parquet files": parquet_guarded,
+    "the read alone (nothing kept or joined)": read_alone,
 }
 
 

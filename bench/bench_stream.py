@@ -69,7 +69,7 @@ from spark_jobs.decoding.transforms import last_change_per_key
 from spark_jobs.jobs import bulk_read
 from spark_jobs.jobs.stream import run
 from spark_jobs.session import build_session
-from spark_jobs.settings.config import JobConfig, StreamConfig, Trigger
+from spark_jobs.settings.config import Deletes, JobConfig, StreamConfig, Trigger
 
 T = TypeVar("T")
 
@@ -275,12 +275,14 @@ def where_time_goes(spark: SparkSession, progress: Progress, path: str, wall: fl
 
 
 def check_table(spark: SparkSession, path: str, live: set[int], updated: set[int], *,
-                current: bool = False) -> bool:
+                current: bool = False, soft: bool = False) -> bool:
     """The table holds the live keys and the updated rows (`current`: a --history table's
-    current versions)."""
+    current versions; `soft`: a --deletes soft table's rows not deleted)."""
     table = spark.read.format("delta").load(path)
     if current:
         table = table.where("_is_current")
+    if soft:
+        table = table.where("NOT _deleted")
     count, changed = table.count(), table.where("note = 'updated'").count()
     ok = count == len(live) and changed == len(updated)
     print(f"table rows {count:,} (expected live keys = inserts - deletes: {len(live):,}), "
@@ -327,32 +329,36 @@ def measure_speed(spark: SparkSession, bootstrap: str, url: str, work: Path, cou
 
 
 def measure_order(spark: SparkSession, bootstrap: str, url: str, work: Path, count: int,
-                  per_trigger: int, rounds: int = 2) -> bool:
+                  per_trigger: int, rounds: int = 4) -> bool:
     """The stream in commit order (values with _tidb_commit_ts: the guard's windows, its
     tombstones and its MERGE conditions) against the same stream with --order offset, and the
-    --history stream (SCD type 2) against the plain one in commit order, on the same topic and
-    the same micro-batches, each from an empty table and checkpoint; `rounds` rounds, the
-    order of the three turning each round (the better time of each is kept)."""
+    --history stream (SCD type 2) against the plain one in commit order, and the stream in
+    commit order with --deletes soft (each row its own tombstone: no guard table) against offset
+    order, on the same topic and the same micro-batches, each from an empty table and
+    checkpoint; `rounds` rounds, the order of the four turning each round, so that each runs
+    once in each place (the best time of each is kept)."""
     topic, (changes, live, updated) = Topic("ordered", bootstrap, url, extension=True), plan(
         count)
     topic.columns += ["_tidb_op", "_tidb_commit_ts", "_tidb_commit_physical_time"]
     topic.send_all(changes)
     ok = True
-    kinds = ("offset", "commit", "history")
+    kinds = ("offset", "commit", "history", "soft")
     seconds: dict[str, list[float]] = {kind: [] for kind in kinds}
     for number in range(rounds):
-        for kind in kinds[number % 3:] + kinds[:number % 3]:
+        for kind in kinds[number % 4:] + kinds[:number % 4]:
             config = stream_config(topic, work, per_trigger, commit_order=kind != "offset",
                                    history=kind == "history",
+                                   deletes=Deletes.SOFT if kind == "soft" else Deletes.HARD,
                                    table_path=str(work / f"ordered-{kind}-{number}"),
                                    checkpoint=str(work / f"ordered-{kind}-{number}-cp"))
             seconds[kind].append(timed(functools.partial(run, spark, config)))
             ok = check_table(spark, config.table_path, live, updated,
-                             current=kind == "history") and ok
+                             current=kind == "history", soft=kind == "soft") and ok
     best = {kind: min(times) for kind, times in seconds.items()}
     guarded = rate("stream in commit order (the guard)", count, best["commit"])
     plain = rate("the same stream with --order offset", count, best["offset"])
     kept = rate("the same stream with --history", count, best["history"])
+    soft = rate("the same stream in commit order with --deletes soft", count, best["soft"])
     ratios = [o / c for c, o in zip(seconds["commit"], seconds["offset"], strict=True)]
     print(f"commit order vs offset order: {guarded:,.0f} rec/s vs {plain:,.0f} rec/s, ratio "
           f"{guarded / plain:.2f} (per round {', '.join(f'{r:.2f}' for r in ratios)}; "
@@ -360,6 +366,10 @@ def measure_order(spark: SparkSession, bootstrap: str, url: str, work: Path, cou
     ratios = [c / h for h, c in zip(seconds["history"], seconds["commit"], strict=True)]
     print(f"--history vs commit order: {kept:,.0f} rec/s vs {guarded:,.0f} rec/s, ratio "
           f"{kept / guarded:.2f} (per round {', '.join(f'{r:.2f}' for r in ratios)})")
+    ratios = [o / c for c, o in zip(seconds["soft"], seconds["offset"], strict=True)]
+    print(f"commit order with --deletes soft vs offset order: {soft:,.0f} rec/s vs "
+          f"{plain:,.0f} rec/s, ratio {soft / plain:.2f} (per round "
+          f"{', '.join(f'{r:.2f}' for r in ratios)})")
     return ok
 
 
