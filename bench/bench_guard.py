@@ -29,6 +29,12 @@ round; the best total of each is kept.
 
 Each variant's table must then hold exactly the live keys, else exit 1. Each ratio is the
 variant's rate against offset order's in the same run.
+
+Then **Delta's floor** for any such read, on the same warm session: a read of a 10-row Delta
+table (the max of one column), and of the key and commit ts of the 150,000-row table after a
+MERGE (its files with deletion vectors), each 5 times after a first, against the time a ratio
+of 0.9 leaves a guard per micro-batch (t / 0.9 - t, t: offset order's mean micro-batch in its
+best round).
 """
 
 from __future__ import annotations
@@ -175,6 +181,21 @@ def read_alone(spark: SparkSession, path: str, batch: DataFrame, number: int) ->
         winners.unpersist()
 
 
+def delta_floor(spark: SparkSession, work: Path, merged_table: str) -> dict[str, list[float]]:
+    """Seconds of 5 reads (after a first) of a 10-row Delta table and of `merged_table`'s key and
+    commit ts, each the max of the commit ts."""
+    tiny = str(work / "tiny")
+    spark.range(10).withColumn(COMMIT_TS, F.col("id")).write.format("delta").save(tiny)
+    reads = {"a 10-row Delta table": tiny, "the 150,000-row table after its MERGEs": merged_table}
+    seconds: dict[str, list[float]] = {}
+    for name, path in reads.items():
+        def read(path: str = path) -> object:
+            return spark.read.format("delta").load(path).select(*KEYS, COMMIT_TS).agg(
+                F.max(COMMIT_TS)).collect()
+        seconds[name] = [timed(read) for _ in range(6)][1:]
+    return seconds
+
+
 VARIANTS: dict[str, Callable[[SparkSession, str, DataFrame, int], None]] = {
     "offset order (raw)": offset_order,
     "commit order, no tombstones": no_tombstones,
@@ -212,6 +233,7 @@ def main() -> None:
                 each = " / ".join(f"{s:.1f}" for s in seconds)
                 print(f"round {number if number >= 0 else 'warm-up'}: {name}: {each} s",
                       flush=True)
+        floor = delta_floor(spark, work, path)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -221,6 +243,11 @@ def main() -> None:
         best = min(seconds)
         print(f"{name:45s} {changes / best:9,.0f} changes/s ({best:5.1f} s)  ratio "
               f"{raw / best:.2f}")
+    budget = raw / BATCHES / 0.9 - raw / BATCHES
+    print(f"a ratio of 0.9 leaves a guard {budget:.2f} s per micro-batch (offset order "
+          f"{raw / BATCHES:.2f} s); Delta's own reads on the same session:")
+    for name, seconds in floor.items():
+        print(f"  {name:45s} {min(seconds):.2f}-{max(seconds):.2f} s")
 
 
 if __name__ == "__main__":
