@@ -60,9 +60,8 @@ def _accepting(pid: int, port: int) -> bool:
     Uvicorn's parent binds the socket; each worker calls listen() and adds it to its epoll set
     only after its lifespan has run, i.e. after it logged "starting": until then a connection
     is refused, or the other worker takes every one."""
-    want = f"0100007F:{port:04X}"
     inodes = {line.split()[9] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
-              if line.split()[1] == want and line.split()[3] == "0A"}  # 0A: LISTEN
+              if line.split()[1].endswith(f":{port:04X}") and line.split()[3] == "0A"}  # LISTEN
     with contextlib.suppress(OSError):
         fds = {fd.name for fd in Path(f"/proc/{pid}/fd").iterdir()
                if os.readlink(fd) in {f"socket:[{inode}]" for inode in inodes}}
