@@ -211,9 +211,10 @@ class Transaction:
                 if exc.args[0].fatal() or abort.args[0].fatal():
                     # Fenced by a newer copy of the same id, say: a new producer would fence
                     # that copy in turn.
-                    raise BridgeError(f"{failed}: nothing of its batch is visible; restart "
-                                      f"the bridge to resume after the last committed "
-                                      f"offsets") from exc
+                    raise BridgeError(f"{failed}; the abort failed too ({abort.args[0].str()}, "
+                                      f"{abort.args[0].name()}): nothing of its batch is "
+                                      f"visible; restart the bridge to resume after the last "
+                                      f"committed offsets") from exc
                 self._renew(f"{failed}; the abort failed too ({abort.args[0].str()})", exc)
         else:
             self._renew(failed, exc)

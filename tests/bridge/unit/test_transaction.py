@@ -102,9 +102,9 @@ def test_a_fenced_producer_stops_and_starts_no_new_one() -> None:
                                                 renew=lambda: renewed.append(FakeProducer())),
                      health=KafkaHealth(opts), metrics=BridgeMetrics())
     tx.commit(a_batch(), partitions={"a": 3})
-    with pytest.raises(BridgeError, match=r"^a transaction failed and was aborted \(.*\): "
-                                          r"nothing of its batch is visible; restart the "
-                                          r"bridge"):
+    with pytest.raises(BridgeError, match=r"^a transaction failed and was aborted \(.*\); "
+                                          r"the abort failed too \(.*, _FENCED\): nothing of "
+                                          r"its batch is visible; restart the bridge"):
         tx.finish()
     assert renewed == []
     tx.shutdown()
