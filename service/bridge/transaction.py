@@ -208,14 +208,15 @@ class Transaction:
                 self._retrying("abort_transaction")
             except KafkaException as abort:
                 self.health.raise_fatal()
-                if exc.args[0].fatal() or abort.args[0].fatal():
+                error = abort.args[0]
+                both = f"{failed}; the abort failed too ({error.str()}, {error.name()})"
+                if exc.args[0].fatal() or error.fatal():
                     # Fenced by a newer copy of the same id, say: a new producer would fence
                     # that copy in turn.
-                    raise BridgeError(f"{failed}; the abort failed too ({abort.args[0].str()}, "
-                                      f"{abort.args[0].name()}): nothing of its batch is "
-                                      f"visible; restart the bridge to resume after the last "
-                                      f"committed offsets") from exc
-                self._renew(f"{failed}; the abort failed too ({abort.args[0].str()})", exc)
+                    raise BridgeError(f"{both}: nothing of its batch is visible; restart the "
+                                      f"bridge to resume after the last committed offsets"
+                                      ) from exc
+                self._renew(both, exc)
         else:
             self._renew(failed, exc)
         self.health.raise_fatal()

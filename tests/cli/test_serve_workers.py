@@ -60,11 +60,11 @@ def _accepting(pid: int, port: int) -> bool:
     Uvicorn's parent binds the socket; each worker calls listen() and adds it to its epoll set
     only after its lifespan has run, i.e. after it logged "starting": until then a connection
     is refused, or the other worker takes every one."""
-    inodes = {line.split()[9] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
-              if line.split()[1].endswith(f":{port:04X}") and line.split()[3] == "0A"}  # LISTEN
+    rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    sockets = {f"socket:[{row[9]}]" for row in rows
+               if row[1].endswith(f":{port:04X}") and row[3] == "0A"}  # 0A: LISTEN
     with contextlib.suppress(OSError):
-        fds = {fd.name for fd in Path(f"/proc/{pid}/fd").iterdir()
-               if os.readlink(fd) in {f"socket:[{inode}]" for inode in inodes}}
+        fds = {fd.name for fd in Path(f"/proc/{pid}/fd").iterdir() if os.readlink(fd) in sockets}
         watched = {line.split()[1] for info in Path(f"/proc/{pid}/fdinfo").iterdir()
                    for line in info.read_text().splitlines() if line.startswith("tfd:")}
         return bool(fds & watched)
