@@ -14,6 +14,12 @@ Every write carries the batch id, so Delta skips a write a table already has whe
 a batch after a crash. A table whose part fails stops the stream with one line naming the
 table, the topic, the first offsets and the reason; its batch is not committed, and a restart
 re-runs it. Every N-th batch a table is written in is followed by its OPTIMIZE.
+
+With ``--changelog`` (whole-database mode, Delta) a micro-batch writes no table: it appends
+every topic's messages to the changelog in one commit (`spark_jobs.sinks.changelog`; a topic seen
+for the first time has its schemas looked up, for its table's name, and nothing else), and the
+typed tables are merged behind it by a thread of the same application
+(`spark_jobs.jobs.apply`). An available-now run applies everything before it exits.
 """
 
 from __future__ import annotations
@@ -30,17 +36,18 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_jobs.decoding.transforms import header_id, with_frames
 from spark_jobs.errors import JobError, one_line
+from spark_jobs.jobs.apply import Applier
 from spark_jobs.jobs.checkpoint_marker import claim_checkpoint
 from spark_jobs.jobs.iceberg_writer import open_iceberg_table
 from spark_jobs.jobs.preflight import check_catalog_file
 from spark_jobs.jobs.stream_metrics import StreamMetrics
-from spark_jobs.jobs.table_writer import TableWriter, locate, log, open_table
+from spark_jobs.jobs.table_writer import Located, TableWriter, locate, log, open_table
 from spark_jobs.settings.config import StreamConfig, TableFormat
-from spark_jobs.sinks import iceberg
+from spark_jobs.sinks import changelog, iceberg
 from spark_jobs.sources import kafka_check
 from spark_jobs.sources.kafka import READ_OPTIONS
 
-__all__ = ["BatchApplier", "prepare", "run"]
+__all__ = ["BatchApplier", "changelog_options", "prepare", "run"]
 
 _POLL_SECONDS = 0.5
 """How often `run` looks at its stop event while the query runs."""
@@ -60,6 +67,8 @@ class BatchApplier:
         (each table's Delta app id derives from it)."""
         self.spark, self.config, self.app_id = spark, config, app_id
         self.tables: dict[str, TableWriter] = {}
+        self.located: dict[str, Located] = {}  # --changelog: each topic's schemas and table
+        self.behind: Applier | None = None  # --changelog: the apply behind it (`prepare`)
         self.failure: JobError | None = None
         self.stopping = False  # set before query.stop(): a batch cut short then is no error
         self.interrupted: int | None = None
@@ -79,16 +88,17 @@ class BatchApplier:
         """Let the table threads go (the query has ended)."""
         self._pool.shutdown(wait=True)
 
-    def open(self, topics: list[str], *, check_topics: bool = False) -> None:
+    def open(self, topics: list[str], *, check_topics: bool = False
+             ) -> dict[str, TableWriter]:
         """Give each of `topics` its table writer (tables checked or created), in parallel;
-        with `check_topics`, each topic must exist (a topic a micro-batch names does).
+        with `check_topics`, each topic must exist (a topic a micro-batch names does). Every
+        table writer opened so far.
 
         Raises:
             JobError: the first table that cannot be opened (naming its topic).
         """
         new = [t for t in topics if t not in self.tables]
-        located = self._each(new, lambda topic: locate(self.config, topic=topic,
-                                                       check_topic=check_topics))
+        located = self._locate(new, check_topics=check_topics)
         claimed = {w.path.rstrip("/"): w.topic for w in self.tables.values()}
         names = {w.name: w.topic for w in self.tables.values()}
         labels: dict[str, str | None] = {}
@@ -109,6 +119,15 @@ class BatchApplier:
             self.spark, self.config, located=located[topic], app_id=self.app_id,
             metrics=self.metrics, label=labels[topic]))
         self.tables.update(opened)
+        return self.tables
+
+    def _locate(self, topics: list[str], *, check_topics: bool = False
+                ) -> dict[str, Located]:
+        """Each topic's schemas and table (looked up once: the registry, not the tables)."""
+        new = [t for t in topics if t not in self.located]
+        self.located.update(self._each(new, lambda topic: locate(
+            self.config, topic=topic, check_topic=check_topics)))
+        return {t: self.located[t] for t in topics}
 
     def _each(self, topics: list[str], work: Any) -> dict[str, Any]:
         """`work(topic)` for each topic on the table threads (the calling thread's job group
@@ -201,6 +220,8 @@ class BatchApplier:
         messages = sum(int(h["count"]) for h in headers)
         self.metrics.read(batch_id, messages=messages)
         topics = sorted(by_topic)
+        if self.behind is not None:
+            return self._land(batch, batch_id, by_topic=by_topic)
         self.open(topics)
         # Each table reads its topic out of the cached batch. The batch has a partition per
         # Kafka partition (3 topics of 3: 9), so a filter on it would run a task per Kafka
@@ -231,6 +252,27 @@ class BatchApplier:
                 f"{done[topic]}")
         return f"{messages} message(s) into {len(topics)} table(s)"
 
+    def _land(self, batch: DataFrame, batch_id: int, *, by_topic: dict[str, list[Row]]
+              ) -> str:
+        """``--changelog``: the batch appended to the changelog in one commit; the apply
+        behind is told what landed."""
+        assert self.behind is not None and self.config.changelog is not None
+        located = self._locate(sorted(by_topic))
+        counts = {t: sum(int(h["count"]) for h in rows) for t, rows in by_topic.items()}
+        changelog.append(batch, self.config.changelog,
+                         tables={t: located[t].place.name for t in by_topic},
+                         app_id=self.app_id, batch_id=batch_id)
+        self.behind.landed_batch(batch_id, counts)
+        return (f"{sum(counts.values())} message(s) of {len(counts)} table(s) landed in the "
+                f"changelog")
+
+
+def changelog_options(config: StreamConfig) -> dict[str, str]:
+    """How the stream applies its tables, as the changelog keeps it (`changelog.OPTIONS`)."""
+    return dict(zip(changelog.OPTIONS, ("commit" if config.commit_order else "offset",
+                                        config.deletes.value, str(config.history).lower(),
+                                        config.mode.value), strict=True))
+
 
 def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
     """Everything before the first micro-batch: broker and topics, checkpoint, and for every
@@ -253,6 +295,12 @@ def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
     applier = BatchApplier(spark, config, app_id=claim.app_id)
     try:
         applier.open(list(subscription.names), check_topics=True)
+        if config.changelog is not None:
+            changelog.create_or_check(spark, config.changelog, app_id=claim.app_id,
+                                      options=changelog_options(config))
+            applier.behind = Applier(spark, config, app_id=claim.app_id,
+                                     writers=applier.open, each=applier._each)
+            applier.behind.recover()
         claim.write(spark, config)  # a refused start leaves the checkpoint as it was
     except BaseException:
         applier.close()
@@ -281,6 +329,21 @@ def _start(spark: SparkSession, config: StreamConfig, *, applier: BatchApplier
     return writer.start()
 
 
+def _await(query: StreamingQuery, applier: BatchApplier, *, stop: threading.Event | None
+           ) -> None:
+    """Wait until the query ends, `stop` is set or the apply behind it fails (then stop it)."""
+    behind = applier.behind
+    # pyspark annotates the timeout as int, but takes any positive number of seconds
+    # (its own check is isinstance(timeout, (int, float))).
+    while not query.awaitTermination(_POLL_SECONDS):  # type: ignore[arg-type]
+        if behind is not None and behind.failure is not None:
+            applier.failure = behind.failure
+        if applier.failure is not None or (stop is not None and stop.is_set()):
+            applier.stopping = True
+            query.stop()
+            return
+
+
 def run(spark: SparkSession, config: StreamConfig, *, stop: threading.Event | None = None
         ) -> None:
     """Run the stream in `spark` until an available-now run has caught up or `stop` is set
@@ -291,22 +354,29 @@ def run(spark: SparkSession, config: StreamConfig, *, stop: threading.Event | No
     """
     applier = prepare(spark, config)
     applier.metrics.export(spark, host=config.metrics_host, port=config.metrics_port)
+    behind = applier.behind
     try:
+        if behind is not None:
+            behind.start()
         query = _start(spark, config, applier=applier)
         log(f"{config.subscription()} -> {config.tables_described()} ({config.trigger}, "
-            f"checkpoint {config.checkpoint})")
-        # pyspark annotates the timeout as int, but takes any positive number of seconds
-        # (its own check is isinstance(timeout, (int, float))).
-        while not query.awaitTermination(_POLL_SECONDS):  # type: ignore[arg-type]
-            if stop is not None and stop.is_set():
-                applier.stopping = True
-                query.stop()
-                break
+            f"checkpoint {config.checkpoint}"
+            f"{f', changelog {config.changelog}' if config.changelog else ''})")
+        _await(query, applier, stop=stop)
+        if behind is not None and applier.failure is None and not applier.stopping:
+            behind.stop()  # caught up (available-now): every table applied before the exit
+            behind.drain()
+        elif behind is not None and behind.failure is not None:
+            applier.failure = behind.failure
     except Exception as exc:
+        if isinstance(exc, JobError):
+            raise
         if applier.failure is not None:
             raise applier.failure from None
         raise JobError(one_line(exc)) from exc
     finally:
+        if behind is not None:
+            behind.stop()
         applier.metrics.close()
         applier.close()
     if applier.failure is not None:

@@ -360,6 +360,24 @@ default ``retention.ms``, the furthest back a replay or a re-read of the topic c
 beyond TiCDC's default ``gc-ttl`` of 24 h, the longest a changefeed can stop and still resume
 from its checkpoint (docs/streaming.md, "Commit order")."""
 
+DEFAULT_APPLY_LAG_MS = 60_000
+"""How long a change may wait in the changelog before its typed table applies it
+(``--apply-lag``): 60 s. Fresh reads see a change as soon as its micro-batch lands; readers of the
+typed tables alone (delta-rs, PyIceberg, BI tools) within about this lag. A MERGE costs about as
+much for one change as for thousands (docs/speed.md), so a longer lag costs the cores less."""
+
+DEFAULT_APPLY_ROWS = 100_000
+"""Pending changes of one table that make it due for an apply whatever their age
+(``--apply-rows``): a table that gets many changes is applied in pieces of about this size."""
+
+DEFAULT_CHANGELOG_RETENTION_MS = 24 * 3600 * 1000
+"""How long the changelog keeps a change its table has applied (``--changelog-retention``):
+24 h, for fresh reads of recent history and for debugging; an unapplied change stays whatever
+its age."""
+
+DEFAULT_CHANGELOG_UPKEEP_MS = 10 * 60 * 1000
+"""How often the apply thread expires, compacts and vacuums the changelog."""
+
 _DURATION = re.compile(r"(\d+)\s*(ms|s|m|h|d)")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -413,6 +431,13 @@ class StreamConfig:
     # --table-name / --table-name-template: `table_path` / `table_template` name Delta tables
     # in the session's catalog (a Hive metastore...), not locations
     catalog_names: bool = False
+    # --changelog: every micro-batch lands in this Delta table, the typed tables are merged
+    # behind it (spark_jobs/jobs/apply.py)
+    changelog: str | None = None
+    apply_lag_ms: int = DEFAULT_APPLY_LAG_MS
+    apply_rows: int = DEFAULT_APPLY_ROWS
+    changelog_retention_ms: int = DEFAULT_CHANGELOG_RETENTION_MS
+    changelog_upkeep_ms: int = DEFAULT_CHANGELOG_UPKEEP_MS
 
     @property
     def named(self) -> bool:
@@ -521,6 +546,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
                                  "value, partition, offset, reason)")
     _add_table_upkeep(parser)
     _add_ordering(parser)
+    _add_changelog(parser)
     _add_metrics(parser)
     args = parser.parse_args(argv)
     _check_schema_source(parser, args)
@@ -528,6 +554,7 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
     catalog_names = _catalog_names(parser, args)
     topics, templates = _many(parser, args)
     _check_history(parser, args)
+    _check_changelog(parser, args)
     return StreamConfig(
         topic=args.topic or "", bootstrap_servers=args.bootstrap_servers,
         table_path=args.table_path or "", checkpoint=args.checkpoint,
@@ -545,7 +572,52 @@ def parse_stream_args(argv: Sequence[str] | None = None) -> StreamConfig:
         history=args.history, tombstone_retention_ms=args.tombstone_retention,
         table_format=TableFormat(args.format), iceberg=_iceberg(parser, args, mode=mode),
         iceberg_format_version=args.iceberg_format_version or DEFAULT_ICEBERG_FORMAT_VERSION,
-        catalog_names=catalog_names)
+        catalog_names=catalog_names, changelog=args.changelog, apply_lag_ms=args.apply_lag,
+        apply_rows=args.apply_rows, changelog_retention_ms=args.changelog_retention)
+
+
+def _add_changelog(parser: argparse.ArgumentParser) -> None:
+    """The options of landing first and merging behind (docs/streaming.md, "Land first, merge
+    behind")."""
+    parser.add_argument(
+        "--changelog", metavar="PATH",
+        help="land every micro-batch of every topic in this Delta table first, in one commit, "
+             "and merge the typed tables behind it in the same application (--apply-lag, "
+             "--apply-rows): freshness no longer falls with the table count; read a table as of "
+             "the newest landed batch with python -m spark_jobs.fresh. With --topics or "
+             "--topic-pattern, --format delta")
+    parser.add_argument(
+        "--apply-lag", type=_duration, default=DEFAULT_APPLY_LAG_MS, metavar="DURATION",
+        help="merge a table once its oldest pending change has waited this long (30s, 5m...; "
+             "default 60s)")
+    parser.add_argument(
+        "--apply-rows", type=_positive, default=DEFAULT_APPLY_ROWS, metavar="N",
+        help=f"merge a table once N of its changes are pending, whatever their age (default "
+             f"{DEFAULT_APPLY_ROWS:,})")
+    parser.add_argument(
+        "--changelog-retention", type=_duration, default=DEFAULT_CHANGELOG_RETENTION_MS,
+        metavar="DURATION",
+        help="remove a change from the changelog once its table has applied it and it is older "
+             "than this (default 24h); a change no table has applied is never removed")
+
+
+def _check_changelog(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--changelog`` goes with a whole database in Delta (one line for a wrong mix)."""
+    if args.changelog is None:
+        given = [o for o, v in (("--apply-lag", args.apply_lag != DEFAULT_APPLY_LAG_MS),
+                                ("--apply-rows", args.apply_rows != DEFAULT_APPLY_ROWS),
+                                ("--changelog-retention",
+                                 args.changelog_retention != DEFAULT_CHANGELOG_RETENTION_MS))
+                 if v]
+        if given:
+            parser.error(f"{', '.join(given)} go(es) with --changelog")
+        return
+    if args.topic is not None:
+        parser.error("--changelog lands a whole database: give --topics or --topic-pattern "
+                     "with --table-path-template (one --topic has no tables to merge behind)")
+    if args.format != TableFormat.DELTA.value:
+        parser.error("--changelog is a Delta table, for --format delta (an Iceberg changelog "
+                     "is not built yet)")
 
 
 def _catalog_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:

@@ -32,7 +32,7 @@ __all__ = ["Detail", "catalog_location", "check_table", "create_table", "evolve"
            "merge_changes", "merge_history", "save_as_table", "drop_table",
            "append_changes", "TOPIC_PROPERTY", "check_dead_letter_table", "idempotent",
            "with_deleted",
-           "CHANGE_DATA_FEED_PROPERTY", "enable_change_data_feed", "committed_version"]
+           "CHANGE_DATA_FEED_PROPERTY", "enable_change_data_feed", "committed_version", "evolved"]
 
 TOPIC_PROPERTY = "flatavro.topic"
 """Table property naming the topic a stream applies to the table."""
@@ -202,12 +202,19 @@ def evolve(spark: SparkSession, path: str, *, evolution: Evolution,
     default in every existing row (as TiDB shows them after ``ADD COLUMN ... DEFAULT``),
     dropped columns go, widened ones are cast. The whole table is rewritten once (Delta's
     ``overwriteSchema``), so a crash leaves the old table or the new one, never a mix."""
-    rows = DeltaTable.forPath(spark, path).toDF()
-    if evolution.added:
-        rows = rows.crossJoin(F.broadcast(defaults(spark, subject, names=evolution.added)))
-    rows = rows.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name)
-                         for f in evolution.target.fields])
+    rows = evolved(DeltaTable.forPath(spark, path).toDF(), evolution=evolution,
+                   subject=subject)
     rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
+
+
+def evolved(rows: DataFrame, *, evolution: Evolution, subject: SubjectVersions) -> DataFrame:
+    """`rows` (a table's) with the latest version's columns (`evolve`'s rows, or a fresh read's
+    of a table the apply has not evolved yet)."""
+    if evolution.added:
+        rows = rows.crossJoin(F.broadcast(defaults(rows.sparkSession, subject,
+                                                   names=evolution.added)))
+    return rows.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name)
+                         for f in evolution.target.fields])
 
 
 @contextmanager

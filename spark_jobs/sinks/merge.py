@@ -17,7 +17,7 @@ from spark_jobs.decoding.transforms import (
     TOMBSTONE,
 )
 
-__all__ = ["SqlMerge", "clauses", "key_on", "values"]
+__all__ = ["MergeResult", "SqlMerge", "clauses", "key_on", "values"]
 
 
 def key_on(keys: list[str]) -> str:
@@ -114,3 +114,74 @@ class SqlMerge:
     def sql(self, *, target: str, source: str, on: str) -> str:
         """The statement: MERGE INTO `target` t USING `source` s ON `on` ..."""
         return "\n".join([f"MERGE INTO {target} t USING {source} s ON {on}", *self.parts])
+
+
+class MergeResult:
+    """`clauses` evaluated as a query instead of a MERGE: the same methods as Delta's merge
+    builder, recorded, then `rows` gives the table the MERGE would leave, row for row, without
+    writing (the fresh read: `spark_jobs.fresh`). The first clause whose condition holds acts,
+    as in Delta; a matched row no clause takes stays as it was, an unmatched source row no
+    clause takes stays out."""
+
+    def __init__(self) -> None:
+        self.matched: list[tuple[str, dict[str, str] | None]] = []  # None: delete
+        self.inserts: list[tuple[str, dict[str, str]]] = []
+
+    def whenMatchedDelete(self, condition: str) -> MergeResult:  # noqa: N802 (Delta's names)
+        """WHEN MATCHED AND `condition` THEN DELETE."""
+        self.matched.append((condition, None))
+        return self
+
+    def whenMatchedUpdate(self, condition: str, set: dict[str, str]  # noqa: N802, A002
+                          ) -> MergeResult:
+        """WHEN MATCHED AND `condition` THEN UPDATE SET ..."""
+        self.matched.append((condition, set))
+        return self
+
+    def whenNotMatchedInsert(self, condition: str, values: dict[str, str]  # noqa: N802
+                             ) -> MergeResult:
+        """WHEN NOT MATCHED AND `condition` THEN INSERT ..."""
+        self.inserts.append((condition, values))
+        return self
+
+    def rows(self, target: Any, source: Any, *, on: str, columns: list[str]) -> Any:
+        """The rows of `target` (a DataFrame with `columns`) after the MERGE of `source` ON
+        `on` (target ``t``, source ``s``)."""
+        from pyspark.sql import functions as F
+
+        joined = target.withColumn(_HERE, F.lit(True)).alias("t").join(
+            source.withColumn(_HERE, F.lit(True)).alias("s"), F.expr(on), "full_outer")
+        keep = _case([(c, "false" if s is None else "true") for c, s in self.matched],
+                     [(c, "true") for c, _ in self.inserts], otherwise="true", absent="false")
+        picked = []
+        for name in columns:
+            quoted = f"`{name}`"
+            value = _case([(c, (s or {}).get(quoted, f"t.{quoted}")) for c, s in self.matched],
+                          [(c, v.get(quoted, "NULL")) for c, v in self.inserts],
+                          otherwise=f"t.{quoted}", absent="NULL")
+            picked.append(F.expr(value).alias(name))
+        return joined.where(F.expr(keep)).select(*picked)
+
+
+_HERE = "_flatavro_here"
+"""`MergeResult.rows`: a column true on each side of the join (null: no row on that side)."""
+
+
+def _case(matched: list[tuple[str, str]], inserted: list[tuple[str, str]], *, otherwise: str,
+          absent: str) -> str:
+    """A column of `MergeResult.rows`: when target and source match, the first of `matched`
+    (condition, value) that holds, else `otherwise` (the target's); when only the source has
+    the key, the first of `inserted` that holds, else `absent`; the target alone: `otherwise`."""
+    both, source_only = f"t.{_HERE} AND s.{_HERE}", f"s.{_HERE} AND t.{_HERE} IS NULL"
+    arms = []
+    if matched:
+        arms.append(f"WHEN {both} THEN CASE "
+                    + " ".join(f"WHEN ({c}) THEN {v}" for c, v in matched)
+                    + f" ELSE {otherwise} END")
+    if inserted:
+        arms.append(f"WHEN {source_only} THEN CASE "
+                    + " ".join(f"WHEN ({c}) THEN {v}" for c, v in inserted)
+                    + f" ELSE {absent} END")
+    else:
+        arms.append(f"WHEN {source_only} THEN {absent}")
+    return f"CASE {' '.join(arms)} ELSE {otherwise} END"
