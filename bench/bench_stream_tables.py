@@ -1,6 +1,7 @@
 """A whole database in one stream: N tables in one application against one table, the same
 total number of changes; produce-to-visible latency per table at a 1 s trigger; the driver's
-memory; and the same tables as separate single-topic applications. One run, local[2].
+memory; and the same tables as separate single-topic applications; with ``--changelog``, the
+same N tables landed in a changelog first and merged behind it. One run, local[2].
 
 Method. A real broker and a `flatavro serve` start on free loopback ports (as bench_stream).
 For each N of ``--tables`` (default 1, 20, 100), N 3-partition topics ``db<N>_t<i>`` of the
@@ -24,6 +25,32 @@ stream's tables and cached: the live keys, fewer rows than the stream's MERGEs h
 table of its own with the stream's clauses, then one new row into each of them. An N-table
 stream does at least those MERGEs, so the first bounds its ratio against the one-table stream
 from above, and the second bounds from below the time of a micro-batch that touches every table.
+With ``--changelog`` (land first, merge behind: `spark_jobs.jobs.apply`), for each N, in the
+same run and on the same topics (before any latency key is produced to them): the N-table stream
+with ``--changelog``, available-now, from an empty changelog, tables and checkpoint of its own
+(warmed up like the direct path, untimed), with an apply lag and apply rows no table reaches, so
+that the background thread applies nothing and the run's final drain applies every table.
+`Applier`'s methods are wrapped for the run (`watched`): landing = from the call of `run` to the
+return of the changelog's append of the last micro-batch (start-up included; the changelog then
+holds every message, which is checked); the drain (the apply of all N tables) is timed apart.
+Printed: landing rec/s, N tables against one (target >= 0.7 at 100 tables), and landing and the
+whole run (landing + drain) against the direct run of the same N (N = 1: the cost of landing
+first). Every typed table must then hold exactly its live keys and the changelog every message,
+else exit 1. Latency with ``--changelog`` (every N, after the direct latency phase and the
+separate applications): the same stream restarted at processing-time=1 second with
+``--apply-lag-seconds`` (30); once its first micro-batch and its first apply (the restart's
+recovery) are done, one new key per table per second for ``--latency-seconds``, each message's
+partition and offset taken from its delivery report. Produce -> visible in a fresh read = the
+commit time (the changelog's Delta history) of the changelog version that appended the
+micro-batch (``_batch``, the version's ``txnVersion``) holding that partition and offset; the
+typed-table lag = the commit time of the first version of its typed table that holds the key.
+p50/p99 of both (target p99 <= 5 s at 100 tables for the first) and the typed-table lag's max;
+per key, landed -> in the typed table (the typed-table lag less the fresh one), whose max should
+stay within the apply lag plus the longest apply of the phase. One fresh read (`fresh_read`) of
+the first table, right after its last key landed, must hold every key; every typed table, once
+the apply has caught up, exactly its live keys and the latency keys; else exit 1.
+``--direct-rate-only`` leaves out the direct path's Delta floor, latency and separate
+applications (its N-table run stays, for the ratios).
 """
 
 from __future__ import annotations
@@ -38,10 +65,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import deltalake
+import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -49,14 +81,24 @@ from pyspark.sql import functions as F
 from bench.bench_stream import ROOT, Topic, new_table, plan, service
 from bench.figures import timed
 from bench.kafka_broker import broker
+from service.core.framing import HEADER_SIZE
+from spark_jobs.jobs.apply import Applier
+from spark_jobs.jobs.fresh import FreshSource, fresh_read
 from spark_jobs.jobs.stream import run
 from spark_jobs.session import build_session
 from spark_jobs.settings.config import DEFAULT_PARALLEL_TABLES, StreamConfig, Trigger
 from spark_jobs.settings.tables import PathTemplate, Topics
+from spark_jobs.sinks.changelog import APP_ID_PROPERTY, changelog_app_id
 from spark_jobs.sinks.merge import clauses, key_on, values
 
 LATENCY_KEY = 10_000_000
 """Keys of the latency phase start here (above any key of the timed changes)."""
+
+CHANGELOG_KEY = LATENCY_KEY + 1_000_000
+"""Keys of the changelog's latency phase start here (above the direct latency phase's)."""
+
+NEVER_MS = 24 * 3600 * 1000
+"""An apply lag no timed run reaches: the landing run's tables wait for its final drain."""
 
 
 def topics_for(tables: int, bootstrap: str, url: str, changes: int) -> list[Topic]:
@@ -78,13 +120,17 @@ def config(tables: int, work: Path, topic: Topic, **more: object) -> StreamConfi
     return StreamConfig(**fields)  # type: ignore[arg-type]
 
 
-def check(work: Path, tables: int, share: int) -> bool:
-    """Every table holds its live keys."""
-    live = len(plan(share)[1])
-    wrong = [p.name for p in sorted((work / f"db{tables}").iterdir())
+def check(work: Path, tables: int, share: int, *, folder: str | None = None, label: str = "",
+          extra: int = 0) -> bool:
+    """Every table (of `folder`, default the direct run's) holds its live keys (and `extra`
+    latency keys)."""
+    live = len(plan(share)[1]) + extra
+    wrong = [p.name for p in sorted((work / (folder or f"db{tables}")).iterdir())
              if deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(p))).execute(
                  "SELECT count(*) AS n FROM t").read_all().column(0)[0].as_py() != live]
-    print(f"  {tables} table(s) of {live:,} live keys each: "
+    keys = f"{live - extra:,} live keys + {extra} latency keys" if extra else (
+        f"{live:,} live keys")
+    print(f"  {tables} {label}table(s) of {keys} each: "
           f"{'ok' if not wrong else 'WRONG: ' + ', '.join(wrong)}")
     return not wrong
 
@@ -216,10 +262,323 @@ def separate_apps(tables: int, work: Path, topics: list[Topic], at_once: int) ->
     return timed(all_apps)
 
 
+def changelog_config(tables: int, work: Path, topic: Topic, **more: object) -> StreamConfig:
+    """The N-table stream with ``--changelog``: changelog, tables and checkpoint of its own."""
+    return config(tables, work, topic, checkpoint=str(work / f"changelog{tables}-checkpoint"),
+                  table_template=PathTemplate(str(work / f"changelog{tables}" / "{topic}")),
+                  changelog=str(work / f"changelog{tables}-log"), **more)
+
+
+@dataclass
+class ApplyClock:
+    """What a ``--changelog`` stream's `Applier` did (`watched`), in `time.perf_counter`
+    seconds: when each micro-batch had landed, each apply of some tables, each drain."""
+
+    landed: list[float] = field(default_factory=list)
+    applies: list[tuple[float, float, int]] = field(default_factory=list)  # start, end, tables
+    drains: list[tuple[float, float]] = field(default_factory=list)
+    recovered: bool = False  # tables were waiting after the restart's recovery
+
+
+@contextmanager
+def watched() -> Iterator[ApplyClock]:
+    """`Applier`'s methods wrapped (for the streams run inside) to time landing and applies."""
+    clock = ApplyClock()
+    original = {name: getattr(Applier, name)
+                for name in ("recover", "landed_batch", "apply", "drain")}
+
+    def recover(self: Applier) -> None:
+        original["recover"](self)
+        clock.recovered = bool(self.waiting)
+
+    def landed_batch(self: Applier, batch_id: int, counts: dict[str, int]) -> None:
+        original["landed_batch"](self, batch_id, counts)  # after the changelog's commit
+        clock.landed.append(time.perf_counter())
+
+    def apply(self: Applier, topics: list[str]) -> None:
+        started = time.perf_counter()
+        original["apply"](self, topics)
+        if topics:
+            clock.applies.append((started, time.perf_counter(), len(topics)))
+
+    def drain(self: Applier) -> None:
+        started = time.perf_counter()
+        original["drain"](self)
+        clock.drains.append((started, time.perf_counter()))
+
+    with ExitStack() as stack:
+        for name, wrapper in (("recover", recover), ("landed_batch", landed_batch),
+                              ("apply", apply), ("drain", drain)):
+            stack.enter_context(mock.patch.object(Applier, name, wrapper))
+        yield clock
+
+
+def _rows(path: str, sql: str) -> list[dict[str, Any]]:
+    """The rows of `sql` over the Delta table at `path` (as ``t``), read with delta-rs."""
+    return pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute(
+        sql).read_all()).to_pylist()
+
+
+def measure_landing(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables: int,
+                    topics: list[Topic], rates: dict[int, float], landing: dict[int, float]
+                    ) -> bool:
+    """Time the N-table stream with ``--changelog`` (landing, then the drain); whether the
+    changelog holds every message and every typed table is right."""
+    total = args.changes // tables * tables
+    settings = changelog_config(tables, work, topics[0], parallel_tables=args.parallel_tables,
+                                apply_lag_ms=NEVER_MS, apply_rows=args.changes + 1)
+    assert settings.changelog is not None
+    with watched() as clock:
+        started = time.perf_counter()
+        run(spark, settings)
+        seconds = time.perf_counter() - started
+    if not clock.landed:
+        print(f"{tables:>4} table(s) with --changelog: nothing landed")
+        return False
+    landed = clock.landed[-1] - started
+    drain = sum(end - start for start, end in clock.drains)
+    landing[tables] = total / landed
+    print(f"{tables:>4} table(s), one application with --changelog: {total:,} changes landed "
+          f"in {landed:.1f} s = {landing[tables]:,.0f} rec/s (start-up included), then the "
+          f"drain applied {tables} table(s) in {drain:.1f} s; {seconds:.1f} s in all = "
+          f"{total / seconds:,.0f} rec/s; {rss_mb(spark)}")
+    held = _rows(settings.changelog, "SELECT count(*) AS n FROM t")[0]["n"]
+    ok = held == total
+    print(f"  the changelog holds {held:,} rows (every message: {total:,}): "
+          f"{'ok' if ok else 'WRONG'}")
+    ok = check(work, tables, args.changes // tables, folder=f"changelog{tables}",
+               label="typed ") and ok
+    if tables in rates:
+        print(f"  with --changelog vs direct, {tables} table(s): landing {landing[tables]:,.0f} "
+              f"rec/s vs {rates[tables]:,.0f} rec/s, ratio {landing[tables] / rates[tables]:.2f}; "
+              f"landing + drain {total / seconds:,.0f} rec/s vs {rates[tables]:,.0f} rec/s, "
+              f"ratio {total / seconds / rates[tables]:.2f}")
+    if 1 in landing and tables != 1:
+        print(f"  {tables} tables vs one table, landing in the changelog: "
+              f"{landing[tables]:,.0f} rec/s vs {landing[1]:,.0f} rec/s, ratio "
+              f"{landing[tables] / landing[1]:.2f} (target >= 0.7 at 100 tables)")
+    return ok
+
+
+@dataclass
+class Sent:
+    """The changelog latency phase's messages: when each (topic, key) was produced, and the
+    (topic, partition, offset) its delivery report gave, to its (topic, key)."""
+
+    at: dict[tuple[str, int], float] = field(default_factory=dict)
+    where: dict[tuple[str, int, int], tuple[str, int]] = field(default_factory=dict)
+    failed: int = 0
+
+
+def produce_keys(topics: list[Topic], seconds: int, first: int) -> Sent:
+    """One new key per topic per second for `seconds` (keys from `first`), flushed."""
+    sent = Sent()
+
+    def producer(topic: Topic) -> Any:
+        def delivered(error: object, message: Any) -> None:
+            if error is not None:
+                sent.failed += 1
+                return
+            key = topic.key_codec.decode(message.key(), HEADER_SIZE)["id"]
+            sent.where[(message.topic(), message.partition(), message.offset())] = (
+                topic.name, int(key))
+        return topic.producer(**{"linger.ms": 0, "on_delivery": delivered})
+
+    producers = [producer(t) for t in topics]
+    start = time.time()
+    for second in range(seconds):
+        time.sleep(max(0.0, start + second - time.time()))
+        for topic, each in zip(topics, producers, strict=True):
+            sent.at[(topic.name, first + second)] = time.time()
+            topic.send(each, "insert", first + second)
+            each.poll(0)
+    for each in producers:
+        each.flush(30)
+    if sent.failed:
+        sys.exit(f"{sent.failed} latency message(s) were not delivered")
+    return sent
+
+
+def batch_commits(path: str) -> dict[int, float]:
+    """For each micro-batch the changelog at `path` landed, the commit time (s) of the version
+    that appended it (its append's ``txnVersion``), from the Delta history."""
+    table = deltalake.DeltaTable(path)
+    app_id = changelog_app_id(table.metadata().configuration[APP_ID_PROPERTY])
+    commits: dict[int, float] = {}
+    for commit in sorted(table.history(), key=lambda c: c["version"]):
+        if commit.get("operation") != "WRITE":
+            continue
+        batch = deltalake.DeltaTable(path, version=commit["version"]).transaction_version(
+            app_id)
+        if batch is not None:
+            commits.setdefault(int(batch), commit["timestamp"] / 1000)
+    return commits
+
+
+def _cuts(values: list[float]) -> tuple[float, float]:
+    """p50 and p99 of `values` (inclusive: p99 is never above the largest)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return cuts[49], cuts[98]
+
+
+class ChangelogStream:
+    """A ``--changelog`` stream in a thread (its `Applier` watched by `clock`), until `close`."""
+
+    def __init__(self, spark: SparkSession, settings: StreamConfig, clock: ApplyClock) -> None:
+        self.spark, self.settings, self.clock = spark, settings, clock
+        self.stop, self.errors = threading.Event(), list[BaseException]()
+        self.thread = threading.Thread(target=self._stream)
+        self.thread.start()
+
+    def _stream(self) -> None:
+        try:
+            run(self.spark, self.settings, stop=self.stop)
+        except BaseException as exc:  # reported by `close`
+            self.errors.append(exc)
+
+    def wait(self, done: Callable[[], bool], seconds: float, *, poll: float = 1.0) -> bool:
+        """Until `done()`, the stream fails or `seconds` pass; whether `done()`."""
+        deadline = time.monotonic() + seconds
+        while not self.errors and time.monotonic() < deadline:
+            if done():
+                return True
+            time.sleep(poll)
+        return False
+
+    def steady(self) -> bool:
+        """The first micro-batch has run, and the restart's first apply (of the tables left
+        waiting by the recovery) is done."""
+        return any(q.lastProgress for q in self.spark.streams.active) and (
+            not self.clock.recovered or bool(self.clock.applies))
+
+    def close(self) -> None:
+        """Stop the stream; its failure, if any, raised."""
+        self.stop.set()
+        self.thread.join(1800)
+        if self.thread.is_alive():
+            raise RuntimeError("the --changelog stream did not stop within 30 minutes")
+        if self.errors:
+            raise self.errors[0]
+
+
+def fresh_check(spark: SparkSession, settings: StreamConfig, *, path: Path, sent: Sent,
+                expected: int) -> bool:
+    """A fresh read of the typed table at `path`, once the changelog holds its last latency
+    message: it must hold `expected` rows, every latency key of its topic among them."""
+    assert settings.changelog is not None
+    topic = path.name
+    keys = sorted(k for t, k in sent.at if t == topic)
+    where = {v: k for k, v in sent.where.items()}[(topic, keys[-1])]
+    deadline = time.monotonic() + 120
+    while not _rows(settings.changelog, f"SELECT count(*) AS n FROM t WHERE topic = '{topic}' "
+                    f"AND \"partition\" = {where[1]} AND \"offset\" = {where[2]}")[0]["n"]:
+        if time.monotonic() > deadline:
+            print(f"  {topic}'s last latency key did not land within 120 s")
+            return False
+        time.sleep(0.2)
+    rows = fresh_read(spark, changelog_path=settings.changelog, table=str(path),
+                      source=FreshSource(service_url=settings.service_url))
+    found = rows.agg(F.count(F.lit(1)).alias("rows"), F.count(
+        F.when(F.col("id") >= CHANGELOG_KEY, 1)).alias("keys")).first()
+    assert found is not None
+    typed = _rows(str(path), f"SELECT count(*) AS n FROM t WHERE id >= {CHANGELOG_KEY}")[0]["n"]
+    ok = found["rows"] == expected and found["keys"] == len(keys)
+    print(f"  a fresh read of {topic} once its last latency key landed: {found['keys']} of "
+          f"{len(keys)} latency keys (its typed table alone: {typed}), {found['rows']:,} rows "
+          f"(expected {expected:,}): {'ok' if ok else 'WRONG'}")
+    return ok
+
+
+def changelog_lags(settings: StreamConfig, folder: Path, sent: Sent, *, before: int
+                   ) -> tuple[dict[tuple[str, int], float], dict[tuple[str, int], float]]:
+    """By (topic, key), in seconds: produce -> visible in a fresh read (the commit of the
+    changelog version that appended the message's batch), and produce -> in the typed table
+    (the commit of its table's first version holding the key)."""
+    assert settings.changelog is not None
+    commits = batch_commits(settings.changelog)
+    fresh: dict[tuple[str, int], float] = {}
+    for row in _rows(settings.changelog, f'SELECT _batch, topic, "partition", "offset" FROM t '
+                     f"WHERE _batch > {before}"):
+        sent_as = sent.where.get((row["topic"], row["partition"], row["offset"]))
+        if sent_as is not None:
+            seen = commits[row["_batch"]] - sent.at[sent_as]
+            fresh[sent_as] = min(fresh.get(sent_as, seen), seen)
+    typed = {(name, key): seen - sent.at[(name, key)]
+             for name in sorted({t for t, _ in sent.at})
+             for key, seen in _first_seen(folder / name).items() if (name, key) in sent.at}
+    return fresh, typed
+
+
+def changelog_latency(spark: SparkSession, args: argparse.Namespace, work: Path, *,
+                      tables: int, topics: list[Topic], extra: int) -> bool:
+    """Produce -> visible with ``--changelog`` at a 1 s trigger (fresh read and typed table);
+    whether the fresh read and the typed tables (live keys, `extra` latency keys of the direct
+    phase and the keys of this one) are right."""
+    settings = changelog_config(tables, work, topics[0], trigger=Trigger(seconds=1),
+                                parallel_tables=args.parallel_tables,
+                                apply_lag_ms=args.apply_lag_seconds * 1000)
+    assert settings.changelog is not None
+    before = _rows(settings.changelog, "SELECT max(_batch) AS b FROM t")[0]["b"]
+    folder, share = work / f"changelog{tables}", args.changes // tables
+    live = len(plan(share)[1]) + extra + args.latency_seconds
+    with watched() as clock:
+        stream = ChangelogStream(spark, settings, clock)
+        try:
+            if not stream.wait(stream.steady, 900, poll=0.2):
+                print("  the --changelog stream was not steady within 900 s (measured anyway)")
+            began = time.perf_counter()
+            sent = produce_keys(topics, args.latency_seconds, CHANGELOG_KEY)
+            ok = fresh_check(spark, settings, path=folder / topics[0].name, sent=sent,
+                             expected=live)
+            last = CHANGELOG_KEY + args.latency_seconds - 1
+            applied = stream.wait(lambda: all(_holds(folder / t.name, last) for t in topics),
+                                  600 + args.apply_lag_seconds)
+        finally:
+            stream.close()
+    if not applied:
+        print(f"  the typed tables did not all hold the last latency key within "
+              f"{600 + args.apply_lag_seconds} s")
+    fresh, typed = changelog_lags(settings, folder, sent, before=before if before is not None
+                                  else -1)
+    applies = [end - start for start, end, _ in clock.applies if start >= began]
+    _report_latency(args, tables=tables, fresh=fresh, typed=typed, applies=applies)
+    ok = len(fresh) == len(sent.at) and ok
+    return check(work, tables, share, folder=folder.name, label="typed ",
+                 extra=extra + args.latency_seconds) and applied and ok
+
+
+def _report_latency(args: argparse.Namespace, *, tables: int,
+                    fresh: dict[tuple[str, int], float], typed: dict[tuple[str, int], float],
+                    applies: list[float]) -> None:
+    sent = tables * args.latency_seconds
+    if not fresh:
+        print(f"  with --changelog: none of the {sent} latency keys landed")
+        return
+    p50, p99 = _cuts(list(fresh.values()))
+    print(f"  with --changelog, produce -> visible in a fresh read (the changelog commit "
+          f"holding it), {len(fresh)} of {sent} keys over {tables} table(s) at a 1 s trigger: "
+          f"p50 {p50:.1f} s, p99 {p99:.1f} s (target p99 <= 5 s at 100 tables)")
+    if not typed:
+        print("  with --changelog: no latency key reached a typed table")
+        return
+    p50, p99 = _cuts(list(typed.values()))
+    longest = max(applies, default=0.0)
+    bound = args.apply_lag_seconds + longest
+    behind = max((typed[k] - fresh[k] for k in typed if k in fresh), default=float("nan"))
+    print(f"  with --changelog, produce -> in the typed table (apply lag "
+          f"{args.apply_lag_seconds} s), {len(typed)} keys: p50 {p50:.1f} s, p99 {p99:.1f} s, "
+          f"max {max(typed.values()):.1f} s; landed -> in the typed table max {behind:.1f} s "
+          f"vs apply lag + the longest apply ({len(applies)} apply(ies) meanwhile, the longest "
+          f"{longest:.1f} s) {bound:.1f} s, ratio {behind / bound:.2f} (should stay <= 1)")
+
+
 def measure(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables: int,
-            topics: list[Topic], rates: dict[int, float]) -> bool:
-    """Time the N-table application (then its latency and the separate applications); whether
-    every table is right."""
+            topics: list[Topic], rates: dict[int, float], landing: dict[int, float]) -> bool:
+    """Time the N-table application (then Delta's floor, its latency and the separate
+    applications; with ``--changelog``, the same with a changelog: landing first, after the
+    floor, its latency last); whether every table is right."""
     total = args.changes // tables * tables
     seconds = timed(lambda: run(spark, config(tables, work, topics[0],
                                               parallel_tables=args.parallel_tables)))
@@ -230,6 +589,24 @@ def measure(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables
         print(f"  {tables} tables vs one table: ratio {rates[tables] / rates[1]:.2f} "
               f"(target >= 0.7)")
     ok = check(work, tables, args.changes // tables)
+    if not args.direct_rate_only:
+        floor(spark, args, work, tables=tables, rates=rates)
+    if args.changelog:  # before any latency key goes to the topics
+        ok = measure_landing(spark, args, work, tables=tables, topics=topics, rates=rates,
+                             landing=landing) and ok
+    extra = 0  # latency keys the direct phase sent to every topic
+    if not args.direct_rate_only:
+        extra = direct_extras(spark, args, work, tables=tables, topics=topics, seconds=seconds)
+    if args.changelog and args.latency_seconds:
+        ok = changelog_latency(spark, args, work, tables=tables, topics=topics,
+                               extra=extra) and ok
+    return ok
+
+
+def floor(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables: int,
+          rates: dict[int, float]) -> None:
+    """Delta's own MERGEs of the N tables' rows (`delta_floor`), against the stream."""
+    total = args.changes // tables * tables
     rows, all_rows, one_row = delta_floor(spark, work, tables, args.parallel_tables)
     print(f"  Delta's own MERGEs alone, {args.parallel_tables} tables at a time: the {rows:,} "
           f"rows into {tables} empty table(s) {all_rows:.1f} s, one new row into each "
@@ -239,8 +616,17 @@ def measure(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables
               f"rec/s, a ratio of {total / all_rows / rates[1]:.2f} against the one-table "
               f"stream; a micro-batch touching all {tables} tables takes at least "
               f"{one_row:.1f} s")
+
+
+def direct_extras(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables: int,
+                  topics: list[Topic], seconds: float) -> int:
+    """The direct stream's latency and the separate applications; the latency keys sent to
+    every topic."""
+    total = args.changes // tables * tables
+    sent = 0
     if tables > 1 and args.latency_seconds:
         lags = latency(spark, tables, work, topics, args.latency_seconds)
+        sent = args.latency_seconds
         cuts = statistics.quantiles(lags, n=100) if len(lags) > 1 else lags * 99
         print(f"  produce -> visible, {len(lags)} keys over {tables} tables at a 1 s trigger: "
               f"p50 {cuts[49]:.1f} s, p99 {cuts[98]:.1f} s (target p99 <= 10 s)")
@@ -249,7 +635,7 @@ def measure(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables
         print(f"  the same {tables} tables as {tables} single-topic applications, "
               f"{args.apps_at_once} at a time: {total / apart:,.0f} rec/s ({apart:.1f} s); "
               f"separate applications / one application: {apart / seconds:.2f} of the time")
-    return ok
+    return sent
 
 
 def main() -> None:
@@ -260,19 +646,33 @@ def main() -> None:
     parser.add_argument("--parallel-tables", type=int, default=DEFAULT_PARALLEL_TABLES)
     parser.add_argument("--latency-seconds", type=int, default=20)
     parser.add_argument("--apps-at-once", type=int, default=5)
+    parser.add_argument("--changelog", action="store_true",
+                        help="also each N with --changelog: landing and drain, latency")
+    parser.add_argument("--apply-lag-seconds", type=int, default=30,
+                        help="the --changelog latency phase's --apply-lag")
+    parser.add_argument("--direct-rate-only", action="store_true",
+                        help="with --changelog: of the direct path only the N-table run (no "
+                             "Delta floor, latency or separate applications)")
     args = parser.parse_args()
+    if args.direct_rate_only and not args.changelog:
+        parser.error("--direct-rate-only goes with --changelog")
+    if args.apply_lag_seconds < 1:
+        parser.error("--apply-lag-seconds: 1 or more")
     work = Path(tempfile.mkdtemp(prefix="flatavro-bench-tables-"))
-    ok, rates = True, dict[int, float]()
+    ok, rates, landing = True, dict[int, float](), dict[int, float]()
     with broker(work / "kafka") as bootstrap, service(work) as url:
         spark = build_session("flatavro-bench-tables", "local[2]")
         spark.sparkContext.setLogLevel("ERROR")
         try:
             warm = topics_for(2, bootstrap, url, 20_000)  # untimed: warms the JVM
             run(spark, config(2, work, warm[0], parallel_tables=args.parallel_tables))
+            if args.changelog:
+                run(spark, changelog_config(2, work, warm[0],
+                                            parallel_tables=args.parallel_tables))
             for tables in (int(n) for n in args.tables.split(",")):
                 topics = topics_for(tables, bootstrap, url, args.changes)
                 ok = measure(spark, args, work, tables=tables, topics=topics,
-                             rates=rates) and ok
+                             rates=rates, landing=landing) and ok
         finally:
             spark.stop()
     shutil.rmtree(work, ignore_errors=True)

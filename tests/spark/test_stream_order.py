@@ -238,14 +238,15 @@ def _check_guard_survives_vacuum(spark: SparkSession, path: str) -> None:
     assert all(Path(urlparse(uri).path).exists() for uri in tombstones)
 
 
-@pytest.mark.parametrize("keep", ["guard", "history"])
+@pytest.mark.parametrize("keep", ["guard", "history", "changelog"])
 def test_sigkill_in_commit_order_loses_and_doubles_nothing(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
         tmp_path: Path, keep: str) -> None:
     """A whole database (two tables, `--topics` and a table template) in commit order (the
-    guard, or --history), SIGKILLed at random moments while TiCDC's replays arrive, then
-    restarted: each final table equals its source (its versions, with --history); no
-    micro-batch is recorded twice by a table or its guard."""
+    guard, --history, or the guard behind a changelog: landing and applies both under way),
+    SIGKILLed at random moments while TiCDC's replays arrive, then restarted: each final table
+    equals its source (its versions, with --history); no micro-batch is recorded twice by a
+    table, its guard or the changelog."""
     seed = _seed()
     rng = random.Random(seed)
     sources = {}
@@ -263,7 +264,9 @@ def test_sigkill_in_commit_order_loses_and_doubles_nothing(
                "--bootstrap-servers", kafka.bootstrap, "--service-url", str(service.base_url),
                "--table-path-template", str(lake / "{database}" / "{table}"),
                "--checkpoint", str(tmp_path / "checkpoint"), "--master", "local[2]",
-               *(["--history"] if keep == "history" else [])]
+               *(["--history"] if keep == "history" else []),
+               *(["--changelog", str(tmp_path / "changelog"), "--apply-lag", "2s"]
+                 if keep == "changelog" else [])]
     for attempt in range(3):
         kill_at_random([*command, "--trigger", "processing-time=1 seconds",
                         "--max-offsets-per-trigger", "40"], rng, tmp_path / f"{attempt}.log")
@@ -282,7 +285,9 @@ def test_sigkill_in_commit_order_loses_and_doubles_nothing(
         else:
             assert {r["id"]: r[TS] for r in final} == {
                 k: c.ts for k, c in replay.final_state(source).items()}, f"seed {seed}: {table}"
-        for delta_log in [path, *([] if keep == "history" else [f"{path}/_flatavro_guard"])]:
+        logs = [path, *([] if keep == "history" else [f"{path}/_flatavro_guard"]),
+                *([str(tmp_path / "changelog")] if keep == "changelog" else [])]
+        for delta_log in logs:
             recorded = txn_versions(delta_log)
             assert recorded and max(recorded.values()) == 1, (
                 f"seed {seed}: {delta_log} recorded a micro-batch twice: "
