@@ -55,7 +55,8 @@ class Bridge:
     """`flatavro bridge` running as it is deployed: one long-lived process (it follows each
     table's DDL from the CREATE TABLE it saw), stopped with SIGTERM."""
 
-    def __init__(self, broker: Broker, source: str, registry: str, log: Path) -> None:
+    def __init__(self, broker: Broker, source: str, registry: str, log: Path,
+                 rule: str = "tidb_{schema}_{table}") -> None:
         self.broker, self.source, self.group = broker, source, f"db-{source}"
         self.log = log
         with log.open("w") as out:
@@ -63,7 +64,7 @@ class Bridge:
                 [str(Path(sys.executable).with_name("flatavro")), "bridge", "--protocol",
                  "canal-json", "--source-topic", source, "--bootstrap-servers",
                  broker.bootstrap, "--registry-url", registry, "--register", "--create-topics",
-                 "--group-id", self.group, "--instance-id", "test"],
+                 "--group-id", self.group, "--instance-id", "test", "--topic", rule],
                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
     def drained(self, seconds: float = 180) -> None:
@@ -100,8 +101,9 @@ class Bridge:
         assert self.process.wait(60) == 0, self.log.read_text()[-3000:]
 
 
-def database_cli(tmp_path: Path, broker: Broker, http: httpx.Client, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "spark_jobs.stream", "--topic-pattern", "tidb_shop_t.*",
+def database_cli(tmp_path: Path, broker: Broker, http: httpx.Client, *extra: str,
+                 pattern: str = "tidb_shop_t.*") -> list[str]:
+    return [sys.executable, "-m", "spark_jobs.stream", "--topic-pattern", pattern,
             "--bootstrap-servers", broker.bootstrap, "--service-url", str(http.base_url),
             "--table-path-template", str(tmp_path / "lake" / "{database}" / "{table}"),
             "--checkpoint", str(tmp_path / "checkpoint"), "--master", "local[2]", *extra]
@@ -115,12 +117,18 @@ def wait_in_log(process: subprocess.Popen[bytes], log: Path, text: str, seconds:
         time.sleep(0.2)
 
 
+@pytest.mark.parametrize("landing", ["direct", "changelog"])
 def test_a_whole_database_lands_exactly_once_through_kills_an_alter_and_a_new_table(
-        kafka: Broker, service: httpx.Client, tmp_path: Path) -> None:  # noqa: F811
+        kafka: Broker, service: httpx.Client, tmp_path: Path, landing: str) -> None:  # noqa: F811
+    """The 20 tables written by each micro-batch, or landed in a changelog first and merged
+    behind it (--changelog, applies every 5 s: the kills fall in landings and in applies)."""
     seed = int(os.environ.get("FLATAVRO_KILL_SEED", random.randrange(1 << 30)))
     print(f"seed {seed} (FLATAVRO_KILL_SEED={seed} repeats this history and these kills)")
     rng = random.Random(seed)
-    db, source = CanalDatabase(random.Random(seed)), "canal_shop"
+    db, source = CanalDatabase(random.Random(seed)), f"canal_shop_{landing}"
+    changelog = (["--changelog", str(tmp_path / "changelog"), "--apply-lag", "5s"]
+                 if landing == "changelog" else [])
+    prefix = "tidb" if landing == "direct" else "cl"  # each run its own topics
     registry = str(service.base_url).rstrip("/") + "/registry"
     create_topic(kafka, source, PARTITIONS)
     for table in TABLES:
@@ -128,11 +136,13 @@ def test_a_whole_database_lands_exactly_once_through_kills_an_alter_and_a_new_ta
             db.create(table, keyed=table not in KEYLESS)
             db.changes(table, 30)
     produce(kafka, source, db.take())
-    bridge = Bridge(kafka, source, registry, tmp_path / "bridge.log")
+    bridge = Bridge(kafka, source, registry, tmp_path / "bridge.log",
+                    rule=prefix + "_{schema}_{table}")
     bridge.drained()
 
     command = database_cli(tmp_path, kafka, service, "--trigger", "processing-time=1 seconds",
-                           "--max-offsets-per-trigger", "300")
+                           "--max-offsets-per-trigger", "300", *changelog,
+                           pattern=f"{prefix}_shop_t.*")
     kill_at_random(command, rng, tmp_path / "first.log")
 
     # The second run sees the ALTERs and the new table arrive while it streams.
@@ -158,7 +168,8 @@ def test_a_whole_database_lands_exactly_once_through_kills_an_alter_and_a_new_ta
         process.wait(60)
         bridge.stop()
 
-    done = subprocess.run(database_cli(tmp_path, kafka, service, "--trigger", "available-now"),
+    done = subprocess.run(database_cli(tmp_path, kafka, service, "--trigger", "available-now",
+                                       *changelog, pattern=f"{prefix}_shop_t.*"),
                           cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     for table in TABLES:
