@@ -31,8 +31,7 @@ from spark_jobs.decoding.transforms import header_id, with_frames
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.jobs.table_writer import TableWriter, log
 from spark_jobs.settings.config import StreamConfig
-from spark_jobs.sinks import changelog, upkeep
-from spark_jobs.sources.files import qualified
+from spark_jobs.sinks import changelog
 
 __all__ = ["Applier", "Pending"]
 
@@ -52,18 +51,18 @@ class Applier:
     """Applies the changelog to the typed tables, behind the stream (a thread of the driver)."""
 
     def __init__(self, spark: SparkSession, config: StreamConfig, *, app_id: str,
+                 log_table: changelog.Changelog,
                  writers: Callable[[list[str]], dict[str, TableWriter]],
                  each: Callable[[list[str], Callable[[str], str]], dict[str, str]]) -> None:
-        """Apply `config.changelog` to the tables of the stream `app_id`; `writers(topics)`
+        """Apply `log_table` (`config.changelog`) to the tables of the stream `app_id`;
+        `writers(topics)`
         opens (once) and returns the topics' table writers, `each(topics, work)` runs
         `work(topic)` for several topics at a time; `writers([])` returns every table writer
         opened so far."""
-        assert config.changelog is not None
-        self.spark, self.config, self.path = spark, config, config.changelog
+        self.spark, self.config, self.log_table = spark, config, log_table
         self.app_id = app_id
         self.writers, self.each = writers, each
-        self.landed = changelog.applied(spark, self.path,
-                                        app_id=changelog.changelog_app_id(app_id))
+        self.landed = log_table.landed(app_id=app_id)
         self.waiting: dict[str, Pending] = {}
         self.failure: JobError | None = None
         self._lock = threading.Lock()
@@ -75,8 +74,7 @@ class Applier:
     def recover(self) -> None:
         """Mark each topic with rows in the changelog as waiting since now: after a restart, a
         table applies what it has not (its first apply reads where it stopped)."""
-        rows = (self.spark.read.format("delta").load(self.path)
-                .groupBy("topic").count().collect())
+        rows = self.log_table.read().groupBy("topic").count().collect()
         with self._lock:
             for row in rows:
                 self.waiting.setdefault(row["topic"], Pending(0, 0.0)).rows += int(row[1])
@@ -160,11 +158,11 @@ class Applier:
     def _apply(self, writer: TableWriter, upto: int) -> str:
         """Apply `writer`'s pending changes up to batch `upto`; what was done ('' when nothing
         was pending)."""
-        after = changelog.applied(writer.spark, writer.path, app_id=writer.app_id)
+        after = writer.applied()
         if after >= upto:
             return ""
-        rows = changelog.pending(writer.spark, self.path, topic=writer.topic, after=after,
-                                 upto=upto).select(*changelog.KAFKA_COLUMNS)
+        rows = self.log_table.pending(topic=writer.topic, after=after, upto=upto).select(
+            *changelog.KAFKA_COLUMNS)
         framed = with_frames(rows)
         headers = framed.groupBy("_key_header", "_value_header").count().collect()
         if not headers:
@@ -179,9 +177,10 @@ class Applier:
         return f"{count} change(s) from batches {after + 1}-{upto}, {done}"
 
     def upkeep(self) -> None:
-        """Every ``--changelog-upkeep`` seconds: remove from the changelog what every table has
-        applied and ``--changelog-retention`` has passed, then compact it (OPTIMIZE); VACUUM
-        with Delta's own retention. Never a row a table has not applied."""
+        """Every 10 minutes (`DEFAULT_CHANGELOG_UPKEEP_MS`): remove from the changelog what
+        every table has applied and ``--changelog-retention`` has passed, then compact it
+        (Delta: OPTIMIZE, and VACUUM with Delta's own retention; Iceberg:
+        rewrite_data_files). Never a row a table has not applied."""
         now = time.monotonic()
         if now - self._expired_at < self.config.changelog_upkeep_ms / 1000:
             return
@@ -191,13 +190,11 @@ class Applier:
     def expire(self) -> int:
         """`upkeep`'s work, now; the rows removed."""
         started = time.monotonic()
-        applied = {topic: changelog.applied(w.spark, w.path, app_id=w.app_id)
-                   for topic, w in self.writers([]).items()}
-        removed = changelog.expire(self.spark, self.path, applied_by_topic=applied,
-                                   retention_ms=self.config.changelog_retention_ms,
-                                   now_ms=int(time.time() * 1000))
-        compaction = upkeep.optimize(self.spark, self.path)
-        self.spark.sql(f"VACUUM delta.`{qualified(self.spark, self.path)}`").collect()
-        log(f"changelog {self.path}: removed {removed} applied row(s) older than the "
-            f"retention, OPTIMIZE {compaction}, VACUUM in {time.monotonic() - started:.1f} s")
+        applied = {topic: w.applied() for topic, w in self.writers([]).items()}
+        removed = self.log_table.expire(applied_by_topic=applied,
+                                        retention_ms=self.config.changelog_retention_ms,
+                                        now_ms=int(time.time() * 1000))
+        compaction = self.log_table.compact()
+        log(f"changelog {self.log_table.where}: removed {removed} applied row(s) older than "
+            f"the retention, {compaction} in {time.monotonic() - started:.1f} s")
         return removed

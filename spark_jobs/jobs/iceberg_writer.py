@@ -125,6 +125,10 @@ class IcebergWriter(TableWriter):
             self.guard_last = None if held is None else iceberg.last_batch(
                 self.spark, guard, app_id=self.app_id)
 
+    def applied(self) -> int:
+        """The newest batch the table has committed as this writer's app id (-1: none)."""
+        return -1 if self.last is None else self.last
+
     def upkeep(self, batch_id: int) -> None:
         """Compact after every N-th batch the table was written in (``--optimize-every``, on
         the table's own `upkeep.Cadence`)."""

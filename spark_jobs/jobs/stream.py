@@ -259,9 +259,8 @@ class BatchApplier:
         assert self.behind is not None and self.config.changelog is not None
         located = self._locate(sorted(by_topic))
         counts = {t: sum(int(h["count"]) for h in rows) for t, rows in by_topic.items()}
-        changelog.append(batch, self.config.changelog,
-                         tables={t: located[t].place.name for t in by_topic},
-                         app_id=self.app_id, batch_id=batch_id)
+        self.behind.log_table.append(batch, tables={t: located[t].place.name for t in by_topic},
+                                     app_id=self.app_id, batch_id=batch_id)
         self.behind.landed_batch(batch_id, counts)
         return (f"{sum(counts.values())} message(s) of {len(counts)} table(s) landed in the "
                 f"changelog")
@@ -296,9 +295,9 @@ def prepare(spark: SparkSession, config: StreamConfig) -> BatchApplier:
     try:
         applier.open(list(subscription.names), check_topics=True)
         if config.changelog is not None:
-            changelog.create_or_check(spark, config.changelog, app_id=claim.app_id,
-                                      options=changelog_options(config))
-            applier.behind = Applier(spark, config, app_id=claim.app_id,
+            log_table = changelog.open_changelog(spark, config)
+            log_table.create_or_check(app_id=claim.app_id, options=changelog_options(config))
+            applier.behind = Applier(spark, config, app_id=claim.app_id, log_table=log_table,
                                      writers=applier.open, each=applier._each)
             applier.behind.recover()
         claim.write(spark, config)  # a refused start leaves the checkpoint as it was

@@ -289,6 +289,13 @@ class TableWriter:
             self.guard_made = self.tombstones = ordering.open_guard(
                 self.spark, self.path, columns=want, keys=self.schemas.key.field_names())
 
+    def applied(self) -> int:
+        """The newest batch the table has committed as this writer's app id (-1: none): a
+        changelog's apply resumes after it (`spark_jobs.jobs.apply`)."""
+        from spark_jobs.sinks.changelog import txn_version
+
+        return txn_version(self.spark, self.path, app_id=self.app_id)[1]
+
     def known(self, part: str) -> set[int]:
         """The schema ids of the key or value subject the writer has."""
         subject = getattr(self.schemas, part)

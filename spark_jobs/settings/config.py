@@ -585,7 +585,8 @@ def _add_changelog(parser: argparse.ArgumentParser) -> None:
              "and merge the typed tables behind it in the same application (--apply-lag, "
              "--apply-rows): freshness no longer falls with the table count; read a table as of "
              "the newest landed batch with python -m spark_jobs.fresh. With --topics or "
-             "--topic-pattern, --format delta")
+             "--topic-pattern; with --format iceberg, a table of the catalog "
+             "(namespace.table)")
     parser.add_argument(
         "--apply-lag", type=_duration, default=DEFAULT_APPLY_LAG_MS, metavar="DURATION",
         help="merge a table once its oldest pending change has waited this long (30s, 5m...; "
@@ -615,9 +616,9 @@ def _check_changelog(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     if args.topic is not None:
         parser.error("--changelog lands a whole database: give --topics or --topic-pattern "
                      "with --table-path-template (one --topic has no tables to merge behind)")
-    if args.format != TableFormat.DELTA.value:
-        parser.error("--changelog is a Delta table, for --format delta (an Iceberg changelog "
-                     "is not built yet)")
+    if args.format == TableFormat.ICEBERG.value and not ICEBERG_NAME.fullmatch(args.changelog):
+        parser.error(f"--changelog {args.changelog}: with --format iceberg the changelog is a "
+                     f"table of the catalog, named namespace.table")
 
 
 def _catalog_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:

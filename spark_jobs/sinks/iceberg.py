@@ -29,7 +29,7 @@ from spark_jobs.sources.files import path_exists
 __all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "DELETED", "FILLING", "HISTORY", "WIDENINGS",
            "Written", "append_changes", "check_catalog", "check_table", "create_namespace",
            "create_table", "drop", "evolve", "exists", "finish_fill", "iceberg_types",
-           "identifier", "in_session", "last_batch", "merge_changes", "merge_history",
+           "identifier", "in_session", "last_batch", "properties", "merge_changes", "merge_history",
            "rewrite", "snapshot_summary", "table_columns", "use_catalog", "widens",
            "write_table"]
 
@@ -155,7 +155,7 @@ def check_table(spark: SparkSession, name: str, *, topic: str, warehouse: str | 
                            f"table: --format iceberg writes Iceberg tables only; stream it with "
                            f"--format delta --table-path {location}, or name another table")
         return False
-    owner = _properties(spark, name).get(TOPIC_PROPERTY)
+    owner = properties(spark, name).get(TOPIC_PROPERTY)
     if owner is not None and owner != topic:
         raise JobError(f"the Iceberg table {name} mirrors topic {owner}, not {topic}")
     have = table_columns(spark, name)
@@ -167,7 +167,7 @@ def check_table(spark: SparkSession, name: str, *, topic: str, warehouse: str | 
     return True
 
 
-def _properties(spark: SparkSession, name: str) -> dict[str, str]:
+def properties(spark: SparkSession, name: str) -> dict[str, str]:
     """Table `name`'s properties."""
     return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {identifier(name)}").collect()}
 
@@ -245,10 +245,10 @@ def evolve(spark: SparkSession, name: str, *, evolution: Evolution,
 def finish_fill(spark: SparkSession, name: str, *, subject: SubjectVersions) -> None:
     """Fill the columns the table property `FILLING` names with their default in every row,
     then drop the property (nothing to do without it)."""
-    properties = _properties(spark, name)
+    kept = properties(spark, name)
     have = set(table_columns(spark, name).fieldNames())  # a crash before ADD COLUMNS: none
-    names = tuple(c for c in properties.get(FILLING, "").split(",") if c in have)
-    if FILLING not in properties:
+    names = tuple(c for c in kept.get(FILLING, "").split(",") if c in have)
+    if FILLING not in kept:
         return
     if names:
         _fill(spark, name, defaults=defaults(spark, subject, names=names))
