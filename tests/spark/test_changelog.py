@@ -21,11 +21,15 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_jobs.errors import JobError
 from spark_jobs.jobs import stream as stream_job
 from spark_jobs.jobs.fresh import FreshSource, fresh_read
-from spark_jobs.settings.config import Deletes, StreamConfig, Topics
+from spark_jobs.settings.config import Deletes, StreamConfig, TableFormat, parse_stream_args
+from spark_jobs.settings.iceberg import IcebergCatalog
+from spark_jobs.settings.tables import PathTemplate, Topics
 from spark_jobs.sinks import changelog
+from spark_jobs.sinks.iceberg import APP_ID
 from tests.spark.test_bulk_read import service  # noqa: F401  (fixture)
 from tests.spark.test_stream import change, create_topic, send
 from tests.spark.test_stream_database import many, registered
+from tests.spark.test_stream_iceberg import database
 from tests.spark.test_stream_order import (
     PARTITIONS,
     TS,
@@ -36,13 +40,23 @@ from tests.spark.test_stream_order import (
 )
 from tests.support import replay
 from tests.support.delta import read_delta
+from tests.support.iceberg import load, read_iceberg, sorted_rows
 from tests.support.parts import Broker
 
 
 def landed(tmp_path: Path, broker: Broker, http: httpx.Client, *topics: str,
            **changes: object) -> StreamConfig:
     return many(tmp_path, broker, http, topics=Topics(names=topics),
-                changelog=str(tmp_path / "changelog"), **changes)
+                **{"changelog": str(tmp_path / "changelog"), **changes})
+
+
+def in_iceberg(lake: Path) -> dict[str, Any]:
+    """The options of a changelog stream into Iceberg tables ``fresh.<topic>`` of the
+    warehouse `lake`, its changelog ``fresh.changelog``."""
+    lake.mkdir(exist_ok=True)
+    return {"table_format": TableFormat.ICEBERG, "changelog": "fresh.changelog",
+            "iceberg": IcebergCatalog.sqlite(warehouse=str(lake)),
+            "table_template": PathTemplate("fresh.{topic}")}
 
 
 def rows_of(spark: SparkSession, config: StreamConfig, table: Path) -> dict[int, str]:
@@ -159,7 +173,7 @@ def _rows(rows: list[dict[str, Any]], columns: list[str]) -> Counter[tuple[Any, 
     return Counter(tuple(r[c] for c in columns) for r in rows)
 
 
-@pytest.mark.parametrize("keep", ["guard", "soft", "history", "offset"])
+@pytest.mark.parametrize("keep", ["guard", "soft", "history", "offset", "iceberg"])
 def test_the_fresh_read_is_the_next_apply_at_every_landed_batch_under_replays(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
         tmp_path: Path, keep: str) -> None:
@@ -176,12 +190,18 @@ def test_the_fresh_read_is_the_next_apply_at_every_landed_batch_under_replays(
     register_orders(service, topic)
     for partition, changes in enumerate(parts):
         produce_sent(kafka, service, topic, partition, changes)
+    lake = tmp_path / "lake"
     options: dict[str, Any] = {"guard": {}, "soft": {"deletes": Deletes.SOFT},
                                "history": {"history": True},
-                               "offset": {"commit_order": False}}[keep]
+                               "offset": {"commit_order": False},
+                               "iceberg": in_iceberg(lake)}[keep]
     config = landed(tmp_path, kafka, service, topic, **options)
     applier = stream_job.prepare(spark, config)
-    table = tmp_path / "lake" / topic
+    table = f"fresh.{topic}" if keep == "iceberg" else str(lake / topic)
+
+    def typed_rows() -> list[dict[str, Any]]:
+        return (read_iceberg(lake, table) if keep == "iceberg"
+                else read_delta(Path(table))).to_pylist()
     by_ts = {c.ts: c for c in source}
     answers: list[tuple[int, list[dict[str, Any]]]] = []
     try:
@@ -190,12 +210,13 @@ def test_the_fresh_read_is_the_next_apply_at_every_landed_batch_under_replays(
                                                         [len(p) for p in parts], rng)):
             applier(batch, batch_id)
             fresh = [r.asDict() for r in fresh_read(
-                spark, changelog_path=str(config.changelog), table=str(table),
-                source=FreshSource(service_url=config.service_url)).collect()]
+                spark, changelog_path=str(config.changelog), table=table,
+                source=FreshSource(service_url=config.service_url),
+                catalog=config.iceberg).collect()]
             answers.append((batch_id, fresh))
             if rng.random() < 0.4:
                 applier.behind.drain()
-                typed = read_delta(table).to_pylist()
+                typed = typed_rows()
                 columns = sorted(typed[0]) if typed else ["id"]
                 assert _rows(typed, columns) == _rows(fresh, columns), (
                     f"seed {seed}: batch {batch_id}: the apply committed another table than "
@@ -206,8 +227,37 @@ def test_the_fresh_read_is_the_next_apply_at_every_landed_batch_under_replays(
     if keep != "offset":  # Kafka order takes a key back in time under replays: no promise
         _check_never_back([(b, [r for r in rows if r.get("_is_current", True)])
                            for b, rows in answers], by_ts, seed=seed)
-    final = read_delta(table).to_pylist()
-    if keep == "guard":
+    final = typed_rows()
+    if keep in ("guard", "iceberg"):
         assert {r["id"]: r[TS] for r in final} == {
             k: c.ts for k, c in replay.final_state(source).items()}, f"seed {seed}"
     assert _rows(final, sorted(final[0])) == _rows(answers[-1][1], sorted(final[0]))
+
+
+def test_a_database_lands_in_an_iceberg_changelog_and_its_tables_are_merged_behind(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path) -> None:
+    """--format iceberg: the changelog is a table of the catalog, one snapshot per batch naming
+    it; the typed tables (keyed, keyless) read back with PyIceberg equal the source."""
+    orders, notes = database(kafka, service, "landed")
+    lake = tmp_path / "lake"
+    config = landed(tmp_path, kafka, service, orders, notes, **in_iceberg(lake))
+    stream_job.run(spark, config)
+    assert sorted_rows(lake, f"fresh.{orders}", "id", "name") == [(2, "b")]
+    assert sorted_rows(lake, f"fresh.{notes}", "id", "note") == [(7, "x")]
+    log = load(lake, "fresh.changelog")
+    assert sorted((r["topic"], r["_op"]) for r in log.scan().to_arrow().to_pylist()) == [
+        (notes, "upsert"), (orders, "delete"), (orders, "upsert"), (orders, "upsert")]
+    assert [s.summary[APP_ID].endswith("-changelog") for s in log.snapshots()
+            if s.summary is not None and APP_ID in s.summary] == [True]
+    again = stream_job.prepare(spark, config)  # a restart: nothing landed twice
+    try:
+        assert again.behind is not None and again.behind.landed == 0
+        again(kafka_batch(spark, kafka, orders, notes), 0)
+        assert len(load(lake, "fresh.changelog").scan().to_arrow()) == 4
+    finally:
+        again.close()
+    with pytest.raises(SystemExit):
+        parse_stream_args(["--topics", "a,b", "--bootstrap-servers", "x", "--checkpoint", "c",
+                           "--table-template", "d.{table}", "--format", "iceberg",
+                           "--iceberg-warehouse", str(lake), "--changelog", "/a/path"])
