@@ -15,7 +15,8 @@ from spark_jobs.settings.iceberg import IcebergCatalog
 from spark_jobs.settings.kafka import KafkaSettings
 from spark_jobs.settings.tables import PathTemplate, Topics
 
-__all__ = ["DEFAULT_ICEBERG_FORMAT_VERSION", "DEFAULT_OPTIMIZE_EVERY",
+__all__ = ["DEFAULT_APPLY_LAG_MS", "DEFAULT_APPLY_ROWS", "DEFAULT_CHANGELOG_RETENTION_MS",
+           "DEFAULT_ICEBERG_FORMAT_VERSION", "DEFAULT_OPTIMIZE_EVERY",
            "DEFAULT_TOMBSTONE_RETENTION_MS", "Deletes", "JobConfig", "Mode", "OutputFormat",
            "SchemaSource", "StreamConfig", "TableFormat", "parse_args", "parse_stream_args",
            "registry_url_from_env"]

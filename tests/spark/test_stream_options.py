@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.settings.config import (
+    DEFAULT_APPLY_LAG_MS,
+    DEFAULT_APPLY_ROWS,
+    DEFAULT_CHANGELOG_RETENTION_MS,
     DEFAULT_OPTIMIZE_EVERY,
     DEFAULT_TOMBSTONE_RETENTION_MS,
     Deletes,
@@ -130,3 +133,44 @@ def test_every_option_is_a_row_of_the_docs_options_table(
     for pair in re.findall(r"^\| `(--[a-z-]+)` / `(--[a-z-]+)`", docs, re.M):
         rows |= set(pair)
     assert options == rows
+
+
+MANY = ["--topic-pattern", "tidb_shop_.*", "--bootstrap-servers", "b:9092", "--registry-url",
+        "http://r", "--table-path-template", "/lake/{database}/{table}", "--checkpoint", "c"]
+
+
+def test_changelog_apply_lag_rows_and_retention() -> None:
+    default = parse_stream_args(MANY)
+    assert default.changelog is None
+    assert (default.apply_lag_ms, default.apply_rows, default.changelog_retention_ms) == (
+        DEFAULT_APPLY_LAG_MS, DEFAULT_APPLY_ROWS, DEFAULT_CHANGELOG_RETENTION_MS) == (
+        60_000, 100_000, 86_400_000)
+    chosen = parse_stream_args([*MANY, "--changelog", "/lake/_changelog", "--apply-lag", "5m",
+                                "--apply-rows", "500", "--changelog-retention", "2d"])
+    assert (chosen.changelog, chosen.apply_lag_ms, chosen.apply_rows,
+            chosen.changelog_retention_ms) == ("/lake/_changelog", 300_000, 500, 172_800_000)
+    iceberg = parse_stream_args([*MANY[:-4], "--table-template", "{database}.{table}",
+                                 "--checkpoint", "c", "--format", "iceberg",
+                                 "--iceberg-warehouse", "/w", "--changelog", "shop.changelog"])
+    assert iceberg.changelog == "shop.changelog"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    ([*ARGV, "--changelog", "/lake/_changelog"],
+     "--changelog lands a whole database: give --topics or --topic-pattern"),
+    ([*MANY, "--apply-lag", "5m"], "--apply-lag go(es) with --changelog"),
+    ([*MANY, "--apply-rows", "9", "--changelog-retention", "1h"],
+     "--apply-rows, --changelog-retention go(es) with --changelog"),
+    ([*MANY, "--changelog", "c2", "--apply-lag", "0s"], "'0s' is not a duration"),
+    ([*MANY, "--changelog", "c2", "--apply-rows", "0"], "argument --apply-rows"),
+    ([*MANY[:-4], "--table-template", "{database}.{table}", "--checkpoint", "c", "--format",
+      "iceberg", "--iceberg-warehouse", "/w", "--changelog", "/lake/_changelog"],
+     "--changelog /lake/_changelog: with --format iceberg the changelog is a table of the "
+     "catalog, named namespace.table"),
+])
+def test_changelog_refuses_what_it_does_not_go_with(argv: list[str], message: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_stream_args(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
