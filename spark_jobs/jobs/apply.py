@@ -91,9 +91,10 @@ class Applier:
     def due(self, now: float) -> list[str]:
         """The topics whose tables are due for an apply at `now`."""
         lag, rows = self.config.apply_lag_ms / 1000, self.config.apply_rows
+        opened = self.writers([])  # a table not made yet is made at once: readers need it
         with self._lock:
             return sorted(t for t, p in self.waiting.items()
-                          if p.rows >= rows or now - p.since >= lag)
+                          if p.rows >= rows or now - p.since >= lag or t not in opened)
 
     def start(self) -> None:
         """Run the apply thread until `stop`."""
@@ -115,12 +116,12 @@ class Applier:
                 return
             try:
                 self.apply(self.due(time.monotonic()))
-                self.upkeep()
             except Exception as exc:
                 self.failure = exc if isinstance(exc, JobError) else JobError(
                     f"the apply behind --changelog failed: {one_line(exc)}")
                 log(str(self.failure))
                 return
+            self.upkeep()
 
     def drain(self) -> None:
         """Apply every waiting table now (an available-now run's end)."""
@@ -136,10 +137,10 @@ class Applier:
         """
         if not topics:
             return
-        upto = self.landed
         writers = self.writers(topics)
-        with self._lock:
-            for topic in topics:  # what lands from now on waits for the next apply
+        with self._lock:  # what lands from now on waits for the next apply
+            upto = self.landed
+            for topic in topics:
                 self.waiting.pop(topic, None)
         started = time.monotonic()
         try:
@@ -185,7 +186,11 @@ class Applier:
         if now - self._expired_at < self.config.changelog_upkeep_ms / 1000:
             return
         self._expired_at = now
-        self.expire()
+        try:
+            self.expire()
+        except Exception as exc:  # a commit conflict, a store that hiccuped: the next round
+            log(f"changelog {self.log_table.where}: upkeep failed, tried again in "
+                f"{self.config.changelog_upkeep_ms // 60_000} min: {one_line(exc)}")
 
     def expire(self) -> int:
         """`upkeep`'s work, now; the rows removed."""

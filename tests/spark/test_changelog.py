@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -41,7 +43,7 @@ from tests.spark.test_stream_order import (
 from tests.support import replay
 from tests.support.delta import read_delta
 from tests.support.iceberg import load, read_iceberg, sorted_rows
-from tests.support.parts import Broker
+from tests.support.parts import ROOT, Broker
 
 
 def landed(tmp_path: Path, broker: Broker, http: httpx.Client, *topics: str,
@@ -261,3 +263,16 @@ def test_a_database_lands_in_an_iceberg_changelog_and_its_tables_are_merged_behi
         parse_stream_args(["--topics", "a,b", "--bootstrap-servers", "x", "--checkpoint", "c",
                            "--table-template", "d.{table}", "--format", "iceberg",
                            "--iceberg-warehouse", str(lake), "--changelog", "/a/path"])
+
+
+def test_the_fresh_read_refuses_what_is_no_changelog_or_table_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "data.csv").write_text("id\n1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.fresh", "--changelog", str(tmp_path / "plain"),
+         "--table", str(tmp_path / "none"), "--registry-url", "http://127.0.0.1:9",
+         "--master", "local[1]"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        check=False)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"fresh: error: --changelog {tmp_path / 'plain'}: no Delta table there")
