@@ -92,10 +92,18 @@ class Applier:
     def due(self, now: float) -> list[str]:
         """The topics whose tables are due for an apply at `now`."""
         lag, rows = self.config.apply_lag_ms / 1000, self.config.apply_rows
-        opened = self.writers([])  # a table not made yet is made at once: readers need it
         with self._lock:
             return sorted(t for t, p in self.waiting.items()
-                          if p.rows >= rows or now - p.since >= lag or t not in opened)
+                          if p.rows >= rows or now - p.since >= lag)
+
+    def open_new(self) -> None:
+        """Make the tables of topics that landed for the first time now, empty (a fresh read
+        needs its table), and leave their first apply to the lag."""
+        opened = self.writers([])
+        with self._lock:
+            new = sorted(t for t in self.waiting if t not in opened)
+        if new:
+            self.writers(new)
 
     def start(self) -> None:
         """Run the apply thread until `stop`."""
@@ -117,6 +125,7 @@ class Applier:
             if self._stop.is_set():
                 return
             try:
+                self.open_new()
                 self.apply(self.due(time.monotonic()))
             except Exception as exc:
                 self.failure = exc if isinstance(exc, JobError) else JobError(
