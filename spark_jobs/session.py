@@ -10,9 +10,7 @@ import ipaddress
 import os
 import socket
 import sys
-import tempfile
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,8 +21,7 @@ from spark_jobs.settings import object_store
 if TYPE_CHECKING:  # imported where a session is built: the checks run on any python3
     from pyspark.sql import SparkSession
 
-__all__ = ["APPLY_POOL", "CODEGEN_CACHE_ENTRIES", "LANDING_POOL", "MASTER_CONNECT_SECONDS",
-           "REDACTION_REGEX", "jar_paths",
+__all__ = ["CODEGEN_CACHE_ENTRIES", "MASTER_CONNECT_SECONDS", "REDACTION_REGEX", "jar_paths",
            "master_addresses", "check_master", "build_session", "run_job"]
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -52,35 +49,6 @@ MASTER_CONNECT_SECONDS = 10.0
 """How long the job waits for a standalone master to accept a connection, all masters of a
 ``spark://h1,h2`` URL together (Spark itself gives up only after three 20 s registration
 attempts, with a Java trace)."""
-
-
-LANDING_POOL = "flatavro-land"
-"""The FAIR scheduler pool of a ``--changelog`` stream's micro-batches: it is served before every
-other pool whenever it has tasks waiting (its minimum share is more cores than any cluster
-has), so the applies behind it (`APPLY_POOL` and the table pools) use what landing leaves and
-never delay what decides a change's visibility by more than one of their tasks."""
-
-APPLY_POOL = "flatavro-apply"
-"""The FAIR scheduler pool of the apply thread's own jobs."""
-
-_POOLS = f"""<?xml version="1.0"?>
-<allocations>
-  <pool name="{LANDING_POOL}">
-    <schedulingMode>FIFO</schedulingMode><weight>1</weight><minShare>100000</minShare>
-  </pool>
-</allocations>
-"""
-
-
-def _pools_file() -> str:
-    """Spark's FAIR scheduler allocation file with `LANDING_POOL` (written once per machine
-    into the temporary folder; the other pools are Spark's defaults)."""
-    path = Path(tempfile.gettempdir()) / f"flatavro-pools-{zlib.crc32(_POOLS.encode()):08x}.xml"
-    if not path.exists() or path.read_text() != _POOLS:
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(_POOLS)
-        partial.replace(path)
-    return str(path)
 
 
 def jar_paths() -> list[str]:
@@ -211,8 +179,7 @@ def build_session(app_name: str, master: str | None = None, *,
         "spark.redaction.regex", REDACTION_REGEX).config(
         "spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension").config(
         "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-    ).config("spark.scheduler.mode", "FAIR").config(  # the stream's tables share the executors
-        "spark.scheduler.allocation.file", _pools_file())
+    ).config("spark.scheduler.mode", "FAIR")  # the stream's tables share the executors
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # master and jars come from spark-submit
     cluster = submitted or not (master or "local").startswith("local")
     for name, value in (object_store.spark_settings(os.environ, executors=cluster) if s3a

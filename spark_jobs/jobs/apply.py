@@ -30,7 +30,6 @@ from pyspark.sql import SparkSession
 from spark_jobs.decoding.transforms import header_id, with_frames
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.jobs.table_writer import TableWriter, log
-from spark_jobs.session import APPLY_POOL
 from spark_jobs.settings.config import StreamConfig
 from spark_jobs.sinks import changelog
 
@@ -118,7 +117,6 @@ class Applier:
             self._thread.join()
 
     def _run(self) -> None:
-        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", APPLY_POOL)
         while not self._stop.is_set():
             self._wake.wait(_POLL_SECONDS)
             self._wake.clear()

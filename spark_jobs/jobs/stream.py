@@ -42,7 +42,6 @@ from spark_jobs.jobs.iceberg_writer import open_iceberg_table
 from spark_jobs.jobs.preflight import check_catalog_file
 from spark_jobs.jobs.stream_metrics import StreamMetrics
 from spark_jobs.jobs.table_writer import Located, TableWriter, locate, log, open_table
-from spark_jobs.session import LANDING_POOL
 from spark_jobs.settings.config import StreamConfig, TableFormat
 from spark_jobs.sinks import changelog, iceberg
 from spark_jobs.sources import kafka_check
@@ -188,8 +187,6 @@ class BatchApplier:
         # materialization 6.7 s -> 3.6 s; Delta's materialization kept in memory instead of
         # on disk was no faster, none at all slower: docs/speed.md).
         if self.behind is not None:
-            # Landing decides when a change is visible: served before the applies behind it.
-            self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", LANDING_POOL)
             # Landing reads every topic's partitions once and appends them: a task per Kafka
             # partition (100 topics of 3: 300 tasks, each ~0.05 s here, and 300 files in the
             # commit) costs more than the rows; a task per core reads them all.
