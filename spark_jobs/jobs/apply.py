@@ -55,10 +55,9 @@ class Applier:
                  writers: Callable[[list[str]], dict[str, TableWriter]],
                  each: Callable[[list[str], Callable[[str], str]], dict[str, str]]) -> None:
         """Apply `log_table` (`config.changelog`) to the tables of the stream `app_id`;
-        `writers(topics)`
-        opens (once) and returns the topics' table writers, `each(topics, work)` runs
-        `work(topic)` for several topics at a time; `writers([])` returns every table writer
-        opened so far."""
+        `writers(topics)` opens (once) and returns the topics' table writers (`writers([])`:
+        every one opened so far), `each(topics, work)` runs `work(topic)` for several topics
+        at a time."""
         self.spark, self.config, self.log_table = spark, config, log_table
         self.app_id = app_id
         self.writers, self.each = writers, each
@@ -72,8 +71,9 @@ class Applier:
         self._expired_at = time.monotonic()
 
     def recover(self) -> None:
-        """Mark each topic with rows in the changelog as waiting since now: after a restart, a
-        table applies what it has not (its first apply reads where it stopped)."""
+        """Mark each topic with rows in the changelog as due at once: after a restart, each
+        table applies what it has not (its apply starts after the batch it last applied, and
+        does nothing when that is the newest)."""
         rows = self.log_table.read().groupBy("topic").count().collect()
         with self._lock:
             for row in rows:
