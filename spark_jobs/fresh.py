@@ -13,7 +13,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from spark_jobs.session import run_job
-from spark_jobs.settings.config import REGISTRY_URL_HELP, SERVICE_URL_HELP
+from spark_jobs.settings.config import (
+    REGISTRY_URL_HELP,
+    SERVICE_URL_HELP,
+    add_table_format,
+    table_catalog,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,10 +35,12 @@ to either table. Exit status 0, or 2 with one line on stderr."""
 def parse_fresh_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The fresh read's command line (exit 2 with one line on bad usage)."""
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.fresh", description=DESCRIPTION)
-    parser.add_argument("--changelog", required=True, metavar="PATH",
+    parser.add_argument("--changelog", required=True, metavar="PATH|NAME",
                         help="the stream's --changelog")
-    parser.add_argument("--table", required=True, metavar="PATH",
-                        help="one of the stream's typed Delta tables (a path)")
+    parser.add_argument("--table", required=True, metavar="PATH|NAME",
+                        help="one of the stream's typed tables: a Delta table's path, or with "
+                             "--format iceberg its name in the catalog (namespace.table)")
+    add_table_format(parser)
     parser.add_argument("--service-url", help=SERVICE_URL_HELP)
     parser.add_argument("--registry-url", help=REGISTRY_URL_HELP)
     parser.add_argument("--where", metavar="SQL", help="a filter on the table's columns")
@@ -42,7 +49,9 @@ def parse_fresh_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output", metavar="PATH",
                         help="write the rows as Parquet here instead of printing them")
     parser.add_argument("--master", help="Spark master (default: spark-submit's, else local)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.catalog = table_catalog(parser, args)
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         rows = fresh_read(spark, changelog_path=args.changelog, table=args.table,
                           source=FreshSource(service_url=args.service_url,
-                                             registry_url=args.registry_url))
+                                             registry_url=args.registry_url),
+                          catalog=args.catalog)
         if args.where:
             rows = rows.where(args.where)
         if args.order_by:
@@ -65,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in rows.toJSON().toLocalIterator():
             print(line)
 
-    return run_job("fresh", work, master=args.master, paths=(args.changelog, args.table))
+    catalog = args.catalog
+    return run_job("fresh", work, master=args.master,
+                   paths=(catalog.warehouse,) if catalog else (args.changelog, args.table))
 
 
 if __name__ == "__main__":

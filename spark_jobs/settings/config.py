@@ -18,7 +18,8 @@ from spark_jobs.settings.tables import PathTemplate, Topics
 __all__ = ["DEFAULT_APPLY_LAG_MS", "DEFAULT_APPLY_ROWS", "DEFAULT_CHANGELOG_RETENTION_MS",
            "DEFAULT_ICEBERG_FORMAT_VERSION", "DEFAULT_OPTIMIZE_EVERY",
            "DEFAULT_TOMBSTONE_RETENTION_MS", "Deletes", "JobConfig", "Mode", "OutputFormat",
-           "SchemaSource", "StreamConfig", "TableFormat", "parse_args", "parse_stream_args",
+           "SchemaSource", "StreamConfig", "TableFormat", "add_table_format", "parse_args",
+           "parse_stream_args", "table_catalog",
            "registry_url_from_env"]
 
 
@@ -722,6 +723,28 @@ def _check_name_template(parser: argparse.ArgumentParser, template: str | None, 
                 "tables database.table or catalog.database.table")
         parser.error(f"{option} {template!r} does not name {what} (letters, digits, '_' and "
                      f"the placeholders), e.g. '{{database}}.{{table}}'")
+
+
+def add_table_format(parser: argparse.ArgumentParser) -> None:
+    """``--format`` and the Iceberg catalog's options, for a job that reads the stream's tables
+    (`python -m spark_jobs.fresh`)."""
+    parser.add_argument(
+        "--format", choices=[f.value for f in TableFormat], default=TableFormat.DELTA.value,
+        help="delta (the default): the tables are paths; iceberg: names in the catalog of "
+             "--iceberg-warehouse or --catalog-config")
+    _add_iceberg_catalog(parser)
+
+
+def table_catalog(parser: argparse.ArgumentParser, args: argparse.Namespace
+                  ) -> IcebergCatalog | None:
+    """The Iceberg catalog of `add_table_format`'s options (None: Delta); one line for a
+    catalog option without ``--format iceberg``."""
+    given = [flag for dest, flag in _ICEBERG_ONLY if getattr(args, dest, None)]
+    if args.format != TableFormat.ICEBERG.value:
+        if given:
+            parser.error(f"{given[0]} is for --format iceberg")
+        return None
+    return _catalog(parser, args)
 
 
 def _catalog(parser: argparse.ArgumentParser, args: argparse.Namespace) -> IcebergCatalog:

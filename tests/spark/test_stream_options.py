@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_jobs.fresh import parse_fresh_args
 from spark_jobs.settings.config import (
     DEFAULT_APPLY_LAG_MS,
     DEFAULT_APPLY_ROWS,
@@ -174,3 +175,17 @@ def test_changelog_refuses_what_it_does_not_go_with(argv: list[str], message: st
         parse_stream_args(argv)
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_fresh_read_reads_delta_paths_or_iceberg_names(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    delta = parse_fresh_args(["--changelog", "/lake/_changelog", "--table", "/lake/shop/items",
+                              "--service-url", "http://s"])
+    assert (delta.format, delta.catalog) == ("delta", None)
+    iceberg = parse_fresh_args(["--changelog", "shop.changelog", "--table", "shop.items",
+                                "--format", "iceberg", "--iceberg-warehouse", "/w"])
+    assert iceberg.catalog is not None and iceberg.catalog.warehouse == "/w"
+    with pytest.raises(SystemExit) as exited:
+        parse_fresh_args(["--changelog", "c", "--table", "t", "--iceberg-warehouse", "/w"])
+    assert exited.value.code == 2
+    assert "--iceberg-warehouse is for --format iceberg" in capsys.readouterr().err
