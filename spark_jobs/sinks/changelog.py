@@ -28,6 +28,7 @@ from service.core.framing import HEADER_SIZE, MAGIC_BYTE
 from spark_jobs.errors import JobError
 from spark_jobs.settings.config import StreamConfig, TableFormat
 from spark_jobs.sinks import iceberg, upkeep
+from spark_jobs.sinks.columns import KAFKA_SCHEMA
 from spark_jobs.sources.files import path_exists, qualified
 
 __all__ = ["APP_ID_PROPERTY", "BATCH", "COLUMNS", "Changelog", "DeltaChangelog",
@@ -46,8 +47,8 @@ LANDED = "_landed"
 APP_ID_PROPERTY = "flatavro.app_id"
 """Table property: the stream's app id (a typed table's Delta app id derives from it)."""
 
-KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
-"""The Kafka source's columns, kept as they came."""
+KAFKA_COLUMNS = tuple(KAFKA_SCHEMA.fieldNames())
+"""The Kafka source's columns (`columns.KAFKA_SCHEMA`, what `decode` reads), kept as they came."""
 
 COLUMNS = T.StructType([
     T.StructField(BATCH, T.LongType(), False),
