@@ -21,7 +21,7 @@ from spark_jobs.settings import object_store
 if TYPE_CHECKING:  # imported where a session is built: the checks run on any python3
     from pyspark.sql import SparkSession
 
-__all__ = ["CODEGEN_CACHE_ENTRIES", "MASTER_CONNECT_SECONDS", "REDACTION_REGEX", "jar_paths",
+__all__ = ["CODEGEN_CACHE_ENTRIES", "KAFKA_CONSUMER_CACHE", "MASTER_CONNECT_SECONDS", "REDACTION_REGEX", "jar_paths",
            "master_addresses", "check_master", "build_session", "run_job"]
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +44,14 @@ tables' stream cycles through more than 100 and, least recently used first, evic
 before it is needed again: Delta's own MERGEs of 20 small tables compiled some 1,400 classes
 per round (about 10 s of a 50 s round on 2 cores), and with 5,000 entries one (docs/speed.md,
 "A whole database in one stream")."""
+
+KAFKA_CONSUMER_CACHE = 1024
+"""Kafka consumers an executor keeps between micro-batches (``spark.kafka.consumer.cache.capacity``,
+64 by default; deploy/spark/submit.sh and the Helm stream job pass the same). Spark keeps a
+consumer per Kafka partition; a whole database's stream reads hundreds of partitions each
+micro-batch, and with 64 it closed and made most of them again every time: a micro-batch over
+100 topics of 3 partitions took 0.67 s with 64 and 0.38 s with 1,024 (docs/speed.md, "Land
+first, merge behind"). An idle consumer is closed after 5 minutes anyway."""
 
 MASTER_CONNECT_SECONDS = 10.0
 """How long the job waits for a standalone master to accept a connection, all masters of a
@@ -131,7 +139,7 @@ def _without_submit(builder: SparkSession.Builder, master: str, *,
                     s3a: bool) -> SparkSession.Builder:
     """What ``spark-submit`` would otherwise give: the cached jars in ``spark.jars`` (the
     driver serves them to a cluster's executors; with `s3a`, hadoop-aws's too), the master,
-    `CODEGEN_CACHE_ENTRIES` (deploy/spark/submit.sh's), no UI or progress bars."""
+    `CODEGEN_CACHE_ENTRIES` and `KAFKA_CONSUMER_CACHE` (deploy/spark/submit.sh's), no UI or progress bars."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
     if _on_this_machine(master):
         # One machine: the driver listens on loopback only, not on the address Spark would
@@ -148,6 +156,7 @@ def _without_submit(builder: SparkSession.Builder, master: str, *,
     jars = jar_paths() + (object_store.hadoop_aws_jars() if s3a else [])
     return builder.config("spark.jars", ",".join(jars)).config(
         "spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES)).config(
+        "spark.kafka.consumer.cache.capacity", str(KAFKA_CONSUMER_CACHE)).config(
         "spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").master(
         master)
 

@@ -91,4 +91,5 @@ exec spark-submit \
     --py-files "$zip" \
     --conf spark.sql.session.timeZone=UTC \
     --conf spark.sql.codegen.cache.maxEntries=2000 \
+    --conf spark.kafka.consumer.cache.capacity=1024 \
     "$root/spark_jobs/$job.py" "$@"

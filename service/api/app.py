@@ -18,6 +18,7 @@ from typing_extensions import override
 
 from service.api import logs, problems
 from service.api.auth import ApiKeys, RegistryGuard
+from service.api.console import install_console
 from service.api.docs.install import install_docs
 from service.api.docs.spec import AuthDoc
 from service.api.hints import hint_of
@@ -74,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_docs(app, AuthDoc(keys=bool(settings.api_keys),
                               protect_reads=settings.protect_reads),
                  registry=settings.embedded)
+    install_console(app)
     if settings.embedded:
         app.mount("/registry", _EmbeddedRegistry(), name="registry")
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import hmac
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -42,6 +42,13 @@ class ApiKeys:
         except ApiKeyError:
             return False
         return True
+
+    def allows_signed(self, token: str, sign: Callable[[str], str]) -> bool:
+        """Whether `token` is `sign` of a configured key (the console's sign-in cookie),
+        compared in constant time with every key's."""
+        candidate = token.encode()
+        return any(hmac.compare_digest(candidate, sign(key.decode()).encode())
+                   for key in self._keys)
 
     def check(self, authorization: str | None, api_key: str | None) -> None:
         """Pass when a configured key is presented (or none are configured).

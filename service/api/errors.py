@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from service.core.errors import ServiceError
 
-__all__ = ["ApiKeyError", "WriteKeyRequiredError", "BodyTooLargeError",
+__all__ = ["ApiKeyError", "CsrfError", "WriteKeyRequiredError", "BodyTooLargeError",
            "UnsupportedMediaTypeError", "RouteNotFoundError", "MethodNotAllowedError",
            "InternalError"]
 
@@ -14,6 +14,13 @@ class ApiKeyError(ServiceError):
     """A request that needs an API key came without a valid one."""
 
     code = "unauthorized"
+
+
+class CsrfError(ServiceError):
+    """A console form came without the CSRF token of the page it was sent from (or with
+    another browser's)."""
+
+    code = "csrf_token_invalid"
 
 
 class WriteKeyRequiredError(ServiceError):

@@ -22,6 +22,7 @@ from starlette.routing import Match
 from service.api.errors import (
     ApiKeyError,
     BodyTooLargeError,
+    CsrfError,
     InternalError,
     MethodNotAllowedError,
     RouteNotFoundError,
@@ -69,7 +70,7 @@ STATUS: dict[type[ServiceError], int] = {
     RegistryUnsupportedError: 502,  # the registry behind the service lacks the operation
     RegistryAuthError: 502,  # the registry refused the service's own credentials
     RegistryUnavailableError: 503, NotReadyError: 503,
-    ApiKeyError: 401, WriteKeyRequiredError: 401,
+    ApiKeyError: 401, WriteKeyRequiredError: 401, CsrfError: 403,
     MethodNotAllowedError: 405,
     BodyTooLargeError: 413,
     UnsupportedMediaTypeError: 415,

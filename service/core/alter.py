@@ -21,13 +21,15 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from service.core.alter_table import ActionError, TableDraft
 from service.core.ddl import table_from_ddl
 from service.core.errors import InvalidInputError
 from service.core.table import Table
 
-__all__ = ["DDLChange", "DDLOutcome", "UnappliedDDLError", "UnfollowedDDLError", "apply_ddl"]
+__all__ = ["DDLChange", "DDLOutcome", "UnappliedDDLError", "UnfollowedDDLError", "apply_ddl",
+           "split_statements"]
 
 _RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(.+?)\s*;?\s*$", re.I | re.S)
 _NAME = r"(?:`(?:[^`]|``)+`|[^\s.,`]+)"
@@ -150,6 +152,26 @@ def _rename_statement(current: Table | None, pairs: str, *, schema: str,
             moved = dataclasses.replace(current, schema=new[0], table=new[1])
             return DDLOutcome(DDLChange.RENAMED, moved, renamed_from=old)
     raise statement.unapplied("it does not rename this table", followed=False)
+
+
+def split_statements(script: str) -> list[str]:
+    """The statements of a script, split at its top-level semicolons (not those inside
+    strings, identifiers or comments), each stripped; empty statements dropped.
+
+    Raises:
+        UnappliedDDLError: the script does not tokenize (an unclosed quote, say).
+    """
+    try:
+        tokens = sqlglot.Dialect.get_or_raise("mysql").tokenize(script)
+    except sqlglot.errors.TokenError as exc:
+        raise UnappliedDDLError(f"the statements do not parse: {exc}") from exc
+    out, start = [], 0
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            out.append(script[start:token.start])
+            start = token.end + 1
+    out.append(script[start:])
+    return [s.strip() for s in out if s.strip()]
 
 
 def _split_top_level(text: str) -> list[str]:

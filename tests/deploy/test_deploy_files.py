@@ -26,7 +26,7 @@ from service.api.settings import Settings
 from service.bridge.metrics import BridgeMetrics
 from service.bridge.watchdog import Liveness
 from service.cli.main import build_parser
-from spark_jobs.session import CODEGEN_CACHE_ENTRIES
+from spark_jobs.session import CODEGEN_CACHE_ENTRIES, KAFKA_CONSUMER_CACHE
 from spark_jobs.settings.config import parse_args, parse_stream_args
 from tests.support.deploy import ROOT, make_env
 from tests.support.harness import ServedApp, free_port
@@ -185,12 +185,15 @@ def check_exit(argv: list[str], **environ: str) -> int:
 
 
 @pytest.mark.parametrize("path", ["spark/submit.sh", "helm/flatavro/templates/stream-job.yaml"])
-def test_submitted_jobs_get_the_session_s_cache_of_compiled_classes(path: str) -> None:
-    """A job sent by spark-submit gets the same cache of compiled classes as the sessions
-    build_session makes itself (spark_jobs/session.py, CODEGEN_CACHE_ENTRIES)."""
+def test_submitted_jobs_get_the_session_s_caches(path: str) -> None:
+    """A job sent by spark-submit gets the same cache of compiled classes and of Kafka
+    consumers as the sessions build_session makes itself (spark_jobs/session.py,
+    CODEGEN_CACHE_ENTRIES, KAFKA_CONSUMER_CACHE)."""
     text = (DEPLOY / path).read_text(encoding="utf-8")
     assert re.findall(r"spark\.sql\.codegen\.cache\.maxEntries=(\d+)", text) == [
         str(CODEGEN_CACHE_ENTRIES)]
+    assert re.findall(r"spark\.kafka\.consumer\.cache\.capacity=(\d+)", text) == [
+        str(KAFKA_CONSUMER_CACHE)]
 
 
 def test_service_image_healthcheck_gets_healthz_on_the_served_port(tmp_path: Path) -> None:

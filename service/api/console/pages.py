@@ -1,0 +1,100 @@
+"""Rendering console pages: the Jinja2 environment (autoescaped), the page frame every
+template gets (access, CSRF token, a message after a redirect), errors as pages, and the
+headers and cookies every response carries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from service.api.auth import ApiKeys
+from service.api.console import security
+from service.api.problems import status_of
+from service.core.errors import ServiceError
+from service.registry.compatibility import CompatibilityLevel
+from service.registry.model import RegistryMode
+from service.usecases.console import COMPATIBILITY_HELP, MODE_HELP, stem_of
+
+__all__ = ["Pages", "DONE", "subject_link"]
+
+HERE = Path(__file__).resolve().parent
+DONE = {
+    "registered": "Registered.",
+    "compatibility": "Compatibility level saved.",
+    "compatibility-removed": "The subject's own level is removed: the global level applies.",
+    "mode": "Mode saved.",
+    "mode-removed": "The subject's own mode is removed: the global mode applies.",
+    "soft-deleted": "Soft-deleted. It can still be deleted permanently.",
+    "deleted": "Deleted permanently.",
+    "signed-in": "Signed in: writes are allowed.",
+    "signed-out": "Signed out.",
+}
+"""What a page says after the form that redirected to it (`?done=`)."""
+
+
+class Pages:
+    """The console's templates, rendered with the frame every page shares."""
+
+    def __init__(self, keys_of: Any) -> None:
+        self._keys_of = keys_of
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(HERE / "templates"),
+            autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+            lstrip_blocks=True)
+        self.env.globals.update(levels=[level.value for level in CompatibilityLevel],
+                                modes=[mode.value for mode in RegistryMode],
+                                level_help=COMPATIBILITY_HELP, mode_help=MODE_HELP,
+                                link=subject_link)
+
+    def keys(self, request: Request) -> ApiKeys:
+        """The app's API keys."""
+        keys: ApiKeys = self._keys_of(request)
+        return keys
+
+    def access(self, request: Request) -> security.Access:
+        """What the caller may do."""
+        return security.access_of(request, self.keys(request))
+
+    def render(self, request: Request, template: str, *, status: int = 200,
+               **context: Any) -> HTMLResponse:
+        """A page: `template` with the frame (access, CSRF token, `done` message)."""
+        token, new = security.csrf_token(request)
+        done = DONE.get(request.query_params.get("done", ""))
+        html = self.env.get_template(template).render(
+            request=request, access=self.access(request), csrf=token, done=done,
+            path=request.url.path, **context)
+        response = HTMLResponse(html, status_code=status, headers=security.HEADERS)
+        if new:
+            security.set_cookie(response, request, name=security.CSRF_COOKIE, value=token)
+        return response
+
+    def error(self, request: Request, error: ServiceError) -> HTMLResponse:
+        """A service error as a page with its status, code and message (and details)."""
+        details = {k: v for k, v in error.to_dict().items()
+                   if k not in ("code", "message", "fix") and isinstance(v, (str, int))}
+        return self.render(request, "error.html", status=status_of(error), error=error,
+                           details=details, title="Error")
+
+    @staticmethod
+    def redirect(target: str, done: str | None = None) -> Response:
+        """303 See Other to a console page (`done`: the message it shows)."""
+        if done:
+            target += ("&" if "?" in target else "?") + f"done={done}"
+        return RedirectResponse(target, status_code=303, headers=security.HEADERS)
+
+
+def subject_link(subject: str, version: str | int | None = None) -> str:
+    """The console page of a subject: its table's page (at `version` on its side) or, for a
+    subject outside the naming rule, its own."""
+    parsed = stem_of(subject)
+    if parsed is None:
+        query = f"?version={version}" if version is not None else ""
+        return f"/console/subjects/{quote(subject, safe='')}{query}"
+    stem, kind = parsed
+    query = f"?{kind.value}={version}" if version is not None else ""
+    return f"/console/tables/{quote(stem, safe='')}{query}"
