@@ -32,6 +32,7 @@ from service.api.errors import (
 from service.api.hints import hint_of
 from service.codec.errors import InvalidRequestError
 from service.core.errors import InvalidInputError, ServiceError
+from service.kafka_client.errors import KafkaReadError, TopicNotFoundError
 from service.registry.errors import (
     IncompatibleSchemaError,
     RegistryAuthError,
@@ -71,6 +72,7 @@ STATUS: dict[type[ServiceError], int] = {
     RegistryAuthError: 502,  # the registry refused the service's own credentials
     RegistryUnavailableError: 503, NotReadyError: 503,
     ApiKeyError: 401, WriteKeyRequiredError: 401, CsrfError: 403,
+    TopicNotFoundError: 404, KafkaReadError: 502,
     MethodNotAllowedError: 405,
     BodyTooLargeError: 413,
     UnsupportedMediaTypeError: 415,

@@ -10,6 +10,7 @@ reads nothing per row. Every view maps to a ``/v1`` endpoint (docs/console.md).
 from __future__ import annotations
 
 import asyncio
+import base64
 import difflib
 import json
 import re
@@ -20,6 +21,8 @@ from typing import Any, TypeVar
 import anyio
 import orjson
 
+from service.codec.decode import decode_batch
+from service.codec.errors import InvalidMessagesError
 from service.core.alter import DDLChange, apply_ddl, split_statements
 from service.core.errors import InvalidInputError
 from service.core.field_map import FieldRow, field_rows, record_name
@@ -27,24 +30,29 @@ from service.core.naming import MAX_TOPIC_LENGTH, SubjectKind, sanitize_name
 from service.core.options import SchemaOptions
 from service.core.schema import SchemaPair, generate_schemas
 from service.core.table import Column, Table
+from service.kafka_client.tail import last_messages
 from service.registry.compatibility import CompatibilityLevel, Incompatibility
 from service.registry.errors import SubjectNotFoundError
 from service.registry.interface import SchemaRegistry
 from service.registry.model import RegisteredSchema, RegistryMode
 from service.registry.tables import SubjectVerdict, TableCheck, check_table
+from service.usecases.runtime import Runtime
 from service.usecases.subject_overview import SubjectFacts, subject_facts
 from service.usecases.version_diff import VersionDiff, diff_versions
 
 __all__ = ["InvalidSearchError", "Search", "Entry", "Listing", "list_entries", "schema_id_of",
            "Side", "TableView", "table_view", "subject_view", "stem_of", "DiffView",
            "diff_view", "column_of", "DDLPreview", "preview_ddl", "COMPATIBILITY_HELP",
-           "MODE_HELP"]
+           "MODE_HELP", "MessageRow", "pasted_messages", "decode_messages", "topic_messages",
+           "MAX_MESSAGES"]
 
 _SUBJECT = re.compile(rf"^(?P<stem>[A-Za-z0-9_-]{{1,{MAX_TOPIC_LENGTH}}})-(?P<kind>key|value)$")
 """A subject TiCDC's avro protocol names: the topic ('.' as '_') then -key or -value."""
 _CONCURRENT = 8
 _FIELD_POINTER = re.compile(r"^/fields/(\d+)(?:/|$)")
 PAGE_SIZES = (25, 50, 100, 200)
+MAX_MESSAGES = 500
+"""The most messages the messages page fetches from a topic at once."""
 T = TypeVar("T")
 
 COMPATIBILITY_HELP = {
@@ -525,3 +533,101 @@ async def _reader(registry: SchemaRegistry, verdict: SubjectVerdict, *,
     except SubjectNotFoundError:
         return None
     return orjson.loads(old.schema)
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    """A decoded message of the messages page: where it came from, its key and value rows,
+    the schema ids and the subject versions that hold them."""
+
+    where: str
+    key: dict[str, Any] | None
+    value: dict[str, Any] | None
+    key_id: int | None
+    value_id: int | None
+    op: str
+    """``upsert``, or ``delete`` for a tombstone (no value)."""
+    uses: dict[int, tuple[str, int] | None]
+    """Schema id -> the first (subject, version) using it."""
+
+    @property
+    def tidb_op(self) -> str | None:
+        """TiCDC's ``_tidb_op`` (``c``/``u``/``d``) when the value carries it."""
+        found = (self.value or {}).get("_tidb_op")
+        return str(found) if found is not None else None
+
+
+def pasted_messages(text: str, *, encoding: str) -> tuple[list[dict[str, str | None]],
+                                                          list[str]]:
+    """The messages of a pasted text, one per line: ``VALUE`` or ``KEY VALUE`` (`encoding`:
+    base64 or hex; ``null`` or ``-`` for an absent part, a tombstone's value), and where each
+    came from (``line N``).
+
+    Raises:
+        InvalidSearchError: a line of more than two parts, or no message at all.
+    """
+    messages, where = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) > 2:
+            raise InvalidSearchError(f"messages: line {number} has {len(parts)} parts; give "
+                                     f"VALUE or KEY VALUE ({encoding})", field="messages",
+                                     line=number)
+        key, value = (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+        messages.append({"key": None if key in (None, "null", "-") else key,
+                         "value": None if value in ("null", "-") else value})
+        where.append(f"line {number}")
+    if not messages:
+        raise InvalidSearchError("messages: paste one message per line", field="messages")
+    return messages, where
+
+
+async def decode_messages(runtime: Runtime, messages: list[dict[str, str | None]], *,
+                          where: list[str], encoding: str) -> list[MessageRow]:
+    """Decode framed messages as ``/v1/decode`` does, each with its schema ids' subject
+    versions.
+
+    Raises:
+        InvalidMessagesError: messages that do not decode (every one listed).
+    """
+    body = orjson.dumps({"messages": messages, "encoding": encoding})
+    try:
+        decoded = orjson.loads((await decode_batch(runtime.resolver, body)).body)["messages"]
+    except InvalidMessagesError as exc:  # each error also says where its message came from
+        for error in exc.details.get("errors", []):
+            index = error.get("message_index")
+            if isinstance(index, int) and 0 <= index < len(where):
+                error["where"] = where[index]
+        raise
+    ids = {i for m in decoded for i in (m["key_schema_id"], m["value_schema_id"]) if i}
+    uses: dict[int, tuple[str, int] | None] = {}
+    for schema_id in sorted(ids):
+        found = await runtime.registry.uses_of(schema_id)
+        uses[schema_id] = found[0] if found else None
+    return [MessageRow(where=w, key=m["key"], value=m["value"], key_id=m["key_schema_id"],
+                       value_id=m["value_schema_id"], op=m["op"], uses=uses)
+            for w, m in zip(where, decoded, strict=True)]
+
+
+async def topic_messages(runtime: Runtime, kafka: dict[str, str], *, topic: str,
+                         count: int) -> list[MessageRow]:
+    """The last `count` messages of `topic`, decoded (the broker of `kafka`'s settings).
+
+    Raises:
+        TopicNotFoundError, KafkaReadError: as `last_messages`.
+        InvalidMessagesError: as `decode_messages`.
+    """
+    if not 1 <= count <= MAX_MESSAGES:
+        raise InvalidSearchError(f"count: 1 to {MAX_MESSAGES} messages (got {count})",
+                                 field="count")
+    raw = await anyio.to_thread.run_sync(
+        lambda: last_messages(kafka, topic, count=count))
+    messages = [{"key": base64.b64encode(m.key).decode() if m.key is not None else None,
+                 "value": base64.b64encode(m.value).decode() if m.value is not None else None}
+                for m in raw]
+    where = [f"partition {m.partition}, offset {m.offset}" for m in raw]
+    if not messages:
+        return []
+    return await decode_messages(runtime, messages, where=where, encoding="base64")

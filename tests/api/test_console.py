@@ -376,3 +376,22 @@ def _state(client: TestClient) -> dict[str, Any]:
             "versions": client.get(f"/v1/subjects/{VALUE}/versions",
                                    headers={"X-API-Key": KEY}).json()}
 
+
+
+def test_pasted_messages_decode_with_their_subject_versions(console: TestClient) -> None:
+    encoded = console.post("/v1/topics/tidb_shop_orders/encode", json={"records": [
+        {"op": "insert", "row": {"id": 7, "sku": "A-7", "price": "1.50", "state": "paid"}},
+        {"op": "delete", "row": {"id": 7}}]}).json()["messages"]
+    lines = "\n".join(f"{m['key']} {m['value'] or 'null'}" for m in encoded)
+    page = _html(console.post("/console/messages", data={"messages": lines}))
+    rows = _table(page, "2 message(s)")
+    value_id = console.get(f"/v1/subjects/{VALUE}").json()["latest"]["id"]
+    assert [r["Operation"] for r in rows] == ["upsert", "delete (tombstone)"]
+    assert json.loads(rows[0]["Value"])["sku"] == "A-7"
+    assert rows[0]["Value schema"] == f"id {value_id} : {VALUE} v2"
+    assert json.loads(rows[1]["Key"]) == {"id": 7} and rows[1]["Value"] == "—"
+    bad = _html(console.post("/console/messages", data={"messages": "AAAA"}), 422)
+    assert "invalid_messages" in _problem(bad)
+    assert bad.select_one(".problem li").get_text().startswith("line 1: message 0 value: ")
+    no_broker = _html(console.get("/console/messages?topic=x"), 422)
+    assert "FLATAVRO_KAFKA_BOOTSTRAP_SERVERS" in _problem(no_broker)

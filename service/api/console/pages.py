@@ -40,8 +40,11 @@ DONE = {
 class Pages:
     """The console's templates, rendered with the frame every page shares."""
 
-    def __init__(self, keys_of: Any) -> None:
+    def __init__(self, keys_of: Any, *, kafka: dict[str, str]) -> None:
         self._keys_of = keys_of
+        self.kafka = kafka
+        """The Kafka client settings of ``FLATAVRO_KAFKA_*`` when they name a broker (the
+        messages page then fetches a topic's last messages), else empty."""
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
@@ -77,8 +80,12 @@ class Pages:
         """A service error as a page with its status, code and message (and details)."""
         details = {k: v for k, v in error.to_dict().items()
                    if k not in ("code", "message", "fix") and isinstance(v, (str, int))}
+        listed = error.to_dict().get("errors")
+        errors = [(f"{e['where']}: " if "where" in e else "") + str(e.get("message", e))
+                  + (f" (byte offset {e['offset']})" if e.get("offset") is not None else "")
+                  for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
         return self.render(request, "error.html", status=status_of(error), error=error,
-                           details=details, title="Error")
+                           details=details, errors=errors, title="Error")
 
     @staticmethod
     def redirect(target: str, done: str | None = None) -> Response:

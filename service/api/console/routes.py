@@ -29,15 +29,19 @@ from service.registry.compatibility import CompatibilityLevel
 from service.registry.model import RegistryMode
 from service.usecases import levels_and_modes
 from service.usecases.console import (
+    MAX_MESSAGES,
     InvalidSearchError,
     Search,
+    decode_messages,
     diff_view,
     list_entries,
+    pasted_messages,
     preview_ddl,
     schema_id_of,
     stem_of,
     subject_view,
     table_view,
+    topic_messages,
 )
 from service.usecases.subject_overview import schema_uses
 
@@ -205,6 +209,38 @@ async def register(request: Request, *, ddl: Text, csrf: Token = None,
         return pages.redirect(subject_link(f"{done.topic.replace('.', '_')}-value"),
                               "registered")
     return await guarded(request, act, write=True, form_token=csrf)
+
+@router.get("/messages", response_model=None)
+async def messages(request: Request, *, topic: str = "", count: int = 20) -> Response:
+    async def show() -> Response:
+        pages = pages_of(request)
+        rows = None
+        if topic:
+            if not pages.kafka:
+                raise InvalidSearchError(
+                    "topic: the service knows no Kafka broker (set FLATAVRO_KAFKA_BOOTSTRAP_"
+                    "SERVERS); paste the messages instead", field="topic")
+            rows = await topic_messages(runtime_of(request), pages.kafka, topic=topic,
+                                        count=count)
+        return pages.render(request, "messages.html", title="Messages", rows=rows,
+                            topic=topic, count=count, text="", encoding="base64",
+                            max_count=MAX_MESSAGES)
+    return await guarded(request, show)
+
+
+@router.post("/messages", response_model=None)
+async def decode_pasted(request: Request, *, messages: Text,
+                        encoding: Annotated[str, Form()] = "base64") -> Response:
+    async def show() -> Response:
+        pages = pages_of(request)
+        chosen = _choice(encoding, ("base64", "hex"), name="encoding")
+        found, where = pasted_messages(messages, encoding=chosen)
+        rows = await decode_messages(runtime_of(request), found, where=where,
+                                     encoding=chosen)
+        return pages.render(request, "messages.html", title="Messages", rows=rows, topic="",
+                            count=20, text=messages, encoding=chosen, max_count=MAX_MESSAGES)
+    return await guarded(request, show)
+
 
 @router.get("/settings", response_model=None)
 async def global_settings(request: Request) -> Response:
