@@ -22,7 +22,6 @@ from starlette.routing import Match
 from service.api.errors import (
     ApiKeyError,
     BodyTooLargeError,
-    CsrfError,
     InternalError,
     MethodNotAllowedError,
     RouteNotFoundError,
@@ -32,7 +31,6 @@ from service.api.errors import (
 from service.api.hints import hint_of
 from service.codec.errors import InvalidRequestError
 from service.core.errors import InvalidInputError, ServiceError
-from service.kafka_client.errors import KafkaReadError, TopicNotFoundError
 from service.registry.errors import (
     IncompatibleSchemaError,
     RegistryAuthError,
@@ -71,8 +69,7 @@ STATUS: dict[type[ServiceError], int] = {
     RegistryUnsupportedError: 502,  # the registry behind the service lacks the operation
     RegistryAuthError: 502,  # the registry refused the service's own credentials
     RegistryUnavailableError: 503, NotReadyError: 503,
-    ApiKeyError: 401, WriteKeyRequiredError: 401, CsrfError: 403,
-    TopicNotFoundError: 404, KafkaReadError: 502,
+    ApiKeyError: 401, WriteKeyRequiredError: 401,
     MethodNotAllowedError: 405,
     BodyTooLargeError: 413,
     UnsupportedMediaTypeError: 415,

@@ -14,13 +14,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from service.api.auth import ApiKeys
 from service.api.console import security
+from service.api.errors import CsrfError
 from service.api.problems import status_of
 from service.core.errors import ServiceError
+from service.kafka_client.errors import KafkaReadError, TopicNotFoundError
 from service.registry.compatibility import CompatibilityLevel
 from service.registry.model import RegistryMode
 from service.usecases.console import COMPATIBILITY_HELP, MODE_HELP, stem_of
 
-__all__ = ["Pages", "DONE", "subject_link"]
+__all__ = ["Pages", "DONE", "subject_link", "console_status", "CONSOLE_STATUS"]
 
 HERE = Path(__file__).resolve().parent
 DONE = {
@@ -35,6 +37,18 @@ DONE = {
     "signed-out": "Signed out.",
 }
 """What a page says after the form that redirected to it (`?done=`)."""
+CONSOLE_STATUS: dict[type[ServiceError], int] = {
+    CsrfError: 403, TopicNotFoundError: 404, KafkaReadError: 502}
+"""The statuses of the errors only the console raises; the rest are `/v1`'s
+(`problems.STATUS`)."""
+
+
+def console_status(error: ServiceError) -> int:
+    """The status of a console page showing `error`."""
+    for cls in type(error).__mro__:
+        if cls in CONSOLE_STATUS:
+            return CONSOLE_STATUS[cls]
+    return status_of(error)
 
 
 class Pages:
@@ -84,7 +98,7 @@ class Pages:
         errors = [(f"{e['where']}: " if "where" in e else "") + str(e.get("message", e))
                   + (f" (byte offset {e['offset']})" if e.get("offset") is not None else "")
                   for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
-        return self.render(request, "error.html", status=status_of(error), error=error,
+        return self.render(request, "error.html", status=console_status(error), error=error,
                            details=details, errors=errors, title="Error")
 
     @staticmethod

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
-from service.api.console.pages import Pages, subject_link
+from service.api.console.pages import Pages, console_status, subject_link
 from service.api.console.security import (
     SESSION_COOKIE,
     check_csrf,
@@ -22,7 +22,6 @@ from service.api.console.security import (
 )
 from service.api.deps import runtime_of
 from service.api.errors import ApiKeyError
-from service.api.problems import status_of
 from service.core.errors import ServiceError
 from service.core.options import SchemaOptions
 from service.registry.compatibility import CompatibilityLevel
@@ -183,7 +182,7 @@ async def ddl(request: Request, *, ddl: str = "", database: str = "test",
                                             database=database, options=options,
                                             topic_rule=topic)
             except ServiceError as error:  # shown beside the form, which keeps its text
-                problem, status = error, status_of(error)
+                problem, status = error, console_status(error)
         return pages.render(request, "ddl.html", title="What would this DDL do?",
                             status=status, form=form, preview=preview, problem=problem,
                             )
