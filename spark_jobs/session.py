@@ -21,7 +21,8 @@ from spark_jobs.settings import object_store
 if TYPE_CHECKING:  # imported where a session is built: the checks run on any python3
     from pyspark.sql import SparkSession
 
-__all__ = ["CODEGEN_CACHE_ENTRIES", "KAFKA_CONSUMER_CACHE", "MASTER_CONNECT_SECONDS", "REDACTION_REGEX", "jar_paths",
+__all__ = ["CODEGEN_CACHE_ENTRIES", "KAFKA_CONSUMER_CACHE", "MASTER_CONNECT_SECONDS",
+           "REDACTION_REGEX", "jar_paths",
            "master_addresses", "check_master", "build_session", "run_job"]
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -139,7 +140,8 @@ def _without_submit(builder: SparkSession.Builder, master: str, *,
                     s3a: bool) -> SparkSession.Builder:
     """What ``spark-submit`` would otherwise give: the cached jars in ``spark.jars`` (the
     driver serves them to a cluster's executors; with `s3a`, hadoop-aws's too), the master,
-    `CODEGEN_CACHE_ENTRIES` and `KAFKA_CONSUMER_CACHE` (deploy/spark/submit.sh's), no UI or progress bars."""
+    `CODEGEN_CACHE_ENTRIES` and `KAFKA_CONSUMER_CACHE` (deploy/spark/submit.sh's), no UI or
+    progress bars."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers: this interpreter
     if _on_this_machine(master):
         # One machine: the driver listens on loopback only, not on the address Spark would

@@ -28,7 +28,8 @@ from tests.support.parts import (
 _FIXTURE_MARKS = {"kafka": "kafka", "spark": "spark", "spark_cluster": "spark",
                   "apicurio": "apicurio", "secured_kafka": "kafka"}
 _FOLDER_MARKS = {"spark": "spark", "bridge": "kafka"}
-_FILE_MARKS = {"test_docs_browser.py": "browser", "test_fetch.py": "maven",
+_FILE_MARKS = {"test_docs_browser.py": "browser", "test_console_browser.py": "browser",
+               "test_fetch.py": "maven",
                "test_readme_quickstart.py": "apicurio", "test_kafka_settings.py": None,
                "test_evolution_plan.py": None, "test_kafka_options.py": None,
                "test_stream_metrics_counts.py": None, "test_helm.py": "helm",

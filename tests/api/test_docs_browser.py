@@ -3,19 +3,15 @@ documents renders, and "Try it out" shows an admin what the service answers.
 
 Chromium comes from Debian's package (`make test` installs it). A missing browser fails the
 test: the docs page is a deliverable, not an optional extra. Clicks and typing go through
-Chromium's DevTools protocol over a pipe (``--remote-debugging-pipe``: NUL-terminated JSON
-on file descriptors 3 and 4), so neither a driver package nor a debugging port is needed.
+Chromium's DevTools protocol over a pipe (tests/support/devtools.py), so neither a driver
+package nor a debugging port is needed.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import select
-import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,17 +21,10 @@ import pytest
 
 from service.api.docs.openapi_file import document, registry_document
 from tests.support.api import ORDERS_DDL
+from tests.support.devtools import FLAGS, DevTools, Page, chromium
 from tests.support.harness import ServedApp
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VALUE = "tidb_shop_orders-value"
-
-
-def _chromium() -> str:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "Debian's chromium is not installed (make test installs it)"
-    return chromium
 
 
 @pytest.mark.parametrize(("query", "spec"), [("", document), ("?definition=registry",
@@ -46,70 +35,13 @@ def test_docs_page_renders_every_operation_offline(served: ServedApp, tmp_path: 
     assets = re.findall(r'(?:src|href)="([^"]+)"', page)
     assert assets and all(a.startswith("/docs/assets/") for a in assets), assets
     dom = subprocess.run(
-        [_chromium(), *FLAGS, "--virtual-time-budget=20000", "--dump-dom",
+        [chromium(), *FLAGS, "--virtual-time-budget=20000", "--dump-dom",
          f"--user-data-dir={tmp_path / 'profile'}", served.url + "/docs" + query],
         capture_output=True, text=True, timeout=120, check=True).stdout
     rendered = set(re.findall(r'id="operations-[a-z-]+?-([A-Za-z]+)"', dom))
     expected = {op["operationId"] for path in spec()["paths"].values()
                 for op in path.values()}
     assert expected <= rendered, sorted(expected - rendered)
-
-
-class DevTools:
-    """A Chromium driven over ``--remote-debugging-pipe``: `call` sends one command (to the
-    page's `session` if given) and returns its result; events are kept in `events`."""
-
-    def __init__(self, chromium: str, profile: Path, log: Path) -> None:
-        to_browser, self._out = os.pipe()
-        self._in, from_browser = os.pipe()
-        with log.open("wb") as stderr:  # bash: dash's redirections take one-digit fds only
-            self.process = subprocess.Popen(
-                ["bash", "-c", f'exec "$0" "$@" 3<&{to_browser} 4>&{from_browser}', chromium,
-                 *FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}"],
-                pass_fds=(to_browser, from_browser), stdout=stderr, stderr=stderr)
-        os.close(to_browser)
-        os.close(from_browser)
-        self.events: list[dict[str, Any]] = []
-        self._buffer, self._last = b"", 0
-
-    def call(self, method: str, params: dict[str, Any] | None = None,
-             session: str | None = None, timeout: float = 30) -> dict[str, Any]:
-        self._last += 1
-        message = {"id": self._last, "method": method, "params": params or {},
-                   **({"sessionId": session} if session else {})}
-        os.write(self._out, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = self._next(deadline)
-            if reply.get("id") != self._last:
-                self.events.append(reply)
-            elif "error" in reply:
-                raise RuntimeError(f"{method}: {reply['error']}")
-            else:
-                return dict(reply["result"])
-
-    def _next(self, deadline: float) -> dict[str, Any]:
-        while b"\0" not in self._buffer:
-            ready, _, _ = select.select([self._in], [], [], max(0, deadline - time.monotonic()))
-            if not ready:
-                raise TimeoutError("Chromium did not answer in time")
-            chunk = os.read(self._in, 1 << 16)
-            if not chunk:
-                raise EOFError("Chromium closed the DevTools pipe")
-            self._buffer += chunk
-        message, _, self._buffer = self._buffer.partition(b"\0")
-        return dict(json.loads(message))
-
-    def close(self) -> None:
-        try:
-            self.call("Browser.close", timeout=10)
-            self.process.wait(timeout=10)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-                self.process.wait(timeout=10)
-            os.close(self._in)
-            os.close(self._out)
 
 
 # What an admin does on the page, as page script: open an operation, make sure "Try it out"
@@ -162,43 +94,17 @@ window.console_test = (() => {
 """
 
 
-class Page:
-    """`/docs` open in a Chromium tab: `run(js)` awaits page script and returns its value;
-    `requests()` lists every URL the page asked for."""
-
-    def __init__(self, browser: DevTools, url: str) -> None:
-        self.browser = browser
-        target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = browser.call("Target.attachToTarget",
-                                    {"targetId": target, "flatten": True})["sessionId"]
-        browser.call("Network.enable", session=self.session)
-        browser.call("Page.navigate", {"url": url}, session=self.session)
-        self.run("new Promise(ready => { const tick = () => window.SwaggerUIBundle "
-                 "? ready() : setTimeout(tick, 50); tick(); })")
-        self.run(CONSOLE)
-
-    def run(self, expression: str) -> Any:
-        result = self.browser.call("Runtime.evaluate", {
-            "expression": expression, "awaitPromise": True, "returnByValue": True},
-            session=self.session, timeout=60)
-        assert "exceptionDetails" not in result, result["exceptionDetails"]
-        return result["result"].get("value")
-
-    def requests(self) -> list[str]:
-        return [e["params"]["request"]["url"] for e in self.browser.events
-                if e.get("method") == "Network.requestWillBeSent"]
-
-    def foreign_requests(self, origin: str) -> list[str]:
-        """The requests to anywhere but `origin` (inline ``data:`` images aside)."""
-        return [u for u in self.requests() if not u.startswith((origin + "/", "data:"))]
-
-
 @pytest.fixture
 def page(served: ServedApp, tmp_path: Path) -> Iterator[Page]:
-    """The service's `/docs` in headless Chromium."""
-    browser = DevTools(_chromium(), tmp_path / "profile", tmp_path / "chromium.log")
+    """The service's `/docs` in headless Chromium, with `console_test` loaded."""
+    browser = DevTools(chromium(), tmp_path / "profile", log=tmp_path / "chromium.log")
     try:
-        yield Page(browser, served.url + "/docs")
+        page = Page(browser)
+        page.open(served.url + "/docs")
+        page.run("new Promise(ready => { const tick = () => window.SwaggerUIBundle "
+                 "? ready() : setTimeout(tick, 50); tick(); })")
+        page.run(CONSOLE)
+        yield page
     finally:
         browser.close()
 
