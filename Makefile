@@ -77,6 +77,7 @@ demo: check-demo $(EXTRAS) $(JARS)
 bench: check-bench $(EXTRAS) $(JARS)
 	$(BIN)/python -m bench.bench_row_codec
 	$(BIN)/python -m bench.bench_http
+	$(BIN)/python -m bench.bench_console
 	$(BIN)/python -m bench.bench_compatibility
 	$(BIN)/python -m bench.bench_ddl
 	$(BIN)/python -m bench.bench_spark

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import bisect
 import difflib
 import json
 import re
@@ -40,7 +41,9 @@ from service.usecases.runtime import Runtime
 from service.usecases.subject_overview import SubjectFacts, subject_facts
 from service.usecases.version_diff import VersionDiff, diff_versions
 
-__all__ = ["InvalidSearchError", "Search", "Entry", "Listing", "list_entries", "schema_id_of",
+__all__ = ["InvalidSearchError", "Search", "Entry", "Listing", "SubjectIndex", "Indexed",
+           "Blob", "list_entries",
+           "schema_id_of",
            "Side", "TableView", "table_view", "subject_view", "stem_of", "DiffView",
            "diff_view", "column_of", "DDLPreview", "preview_ddl", "COMPATIBILITY_HELP",
            "MODE_HELP", "MessageRow", "pasted_messages", "decode_messages", "topic_messages",
@@ -96,7 +99,7 @@ class Search:
     size: int = 50
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """A row of the list: a table (its key and value subjects, either may be missing) or a
     subject that breaks the naming rule (`stem` None)."""
@@ -156,7 +159,87 @@ def stem_of(subject: str) -> tuple[str, SubjectKind] | None:
     return matched.group("stem"), SubjectKind(matched.group("kind"))
 
 
-async def list_entries(registry: SchemaRegistry, search: Search) -> Listing:
+class SubjectIndex:
+    """The registry's subjects grouped as entries, kept between requests and made again only
+    when the registry changed: for the embedded registry when its file's commit counter
+    (`changes`, SQLite's ``data_version``) moved, so a page reads nothing from the registry;
+    for a remote one when the subject list it answers differs (one call per page)."""
+
+    def __init__(self, *, changes: Callable[[], int] | None) -> None:
+        self._changes = changes
+        self._seen: tuple[int | None, list[str]] | None = None
+        self._entries: list[Entry] = []
+        self._lines, self._folded = Blob.of([]), Blob.of([])
+        self.generation = 0
+        """Counts the times the entries were made: equal generations, equal entries."""
+
+    async def entries(self, registry: SchemaRegistry) -> Indexed:
+        """The entries and their names as searches read them."""
+        version = self._changes() if self._changes is not None else None
+        if self._seen is None or version is None or self._seen[0] != version:
+            names = await registry.subjects()
+            if self._seen is None or self._seen[1] != names:
+                self._entries = _entries(names)
+                lines = ["\n".join([e.name, *e.subjects]) for e in self._entries]
+                self._lines, self._folded = Blob.of(lines), Blob.of([t.lower() for t in lines])
+                self.generation += 1
+            self._seen = (version, names)
+        return Indexed(self._entries, lines=self._lines, folded=self._folded,
+                       subjects=len(self._seen[1]), generation=self.generation)
+
+
+@dataclass(frozen=True)
+class Blob:
+    """Texts joined by newlines, searched in one pass (the search runs in C, not per entry),
+    and where each text starts."""
+
+    text: str
+    starts: list[int]
+
+    @classmethod
+    def of(cls, parts: list[str]) -> Blob:
+        """The parts joined."""
+        starts, at = [], 0
+        for part in parts:
+            starts.append(at)
+            at += len(part) + 1
+        return cls("\n".join(parts), starts)
+
+    def hits(self, find: Callable[[int], int]) -> list[int]:
+        """The parts where `find` (the position of the next match from a position, or -1)
+        finds something, in order: after a hit it goes on at the next part."""
+        if not self.starts:
+            return []
+        found, at = [], find(0)
+        while at != -1:
+            part = bisect.bisect_right(self.starts, at) - 1
+            found.append(part)
+            if part + 1 >= len(self.starts):
+                break
+            at = find(self.starts[part + 1])
+        return found
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """The entries, all their names one per line (each entry's: the table's, then its
+    subjects'), the same in lower case, and how many subjects the registry has."""
+
+    entries: list[Entry]
+    lines: Blob
+    folded: Blob
+    subjects: int
+    generation: int
+
+    def answers(self, search: Search) -> bool:
+        """Whether the entries alone answer `search` (no field, level or mode to read), so
+        that the same generation gives the same answer."""
+        return search.level is None and search.mode is None and not search.text.strip(
+        ).lower().startswith(("field:", "column:"))
+
+
+async def list_entries(registry: SchemaRegistry, search: Search, *, indexed: Indexed
+                       ) -> Listing:
     """The entries `search` finds, one page of them.
 
     Raises:
@@ -166,9 +249,8 @@ async def list_entries(registry: SchemaRegistry, search: Search) -> Listing:
         raise InvalidSearchError(
             f"page must be 1 or more and size one of {', '.join(map(str, PAGE_SIZES))} "
             f"(got page {search.page}, size {search.size})", field="page")
-    names = await registry.subjects()
     text = search.text.strip()
-    entries = _by_flags(_by_text(_entries(names), text), search)
+    entries = _by_flags(_by_text(indexed, text), search)
     if text.lower().startswith(("field:", "column:")):
         wanted = text.split(":", 1)[1].strip()
         entries = await _keep(entries, lambda e: _has_field(registry, e, wanted=wanted))
@@ -181,24 +263,32 @@ async def list_entries(registry: SchemaRegistry, search: Search) -> Listing:
         raise InvalidSearchError(f"page {search.page} is past the last page of "
                                  f"{len(entries)} entries", field="page")
     return Listing(search=search, entries=entries[first:first + search.size],
-                   total=len(entries), subjects=len(names))
+                   total=len(entries), subjects=indexed.subjects)
 
 
-def _by_text(entries: list[Entry], text: str) -> list[Entry]:
-    """The entries whose name or a subject matches a ``/regex/`` or holds the text."""
+def _by_text(indexed: Indexed, text: str) -> list[Entry]:
+    """The entries whose name or a subject matches a ``/regex/`` (``^`` and ``$`` at each
+    name's ends) or holds the text (any case)."""
     if text.startswith("/") and text.endswith("/") and len(text) > 1:
         try:
-            pattern = re.compile(text[1:-1])
+            pattern = re.compile(text[1:-1], re.MULTILINE)
         except re.error as exc:
             raise InvalidSearchError(
                 f"q: the regular expression {text} does not compile: {exc.msg} at position "
                 f"{exc.pos}", field="q", position=exc.pos) from exc
-        return [e for e in entries if any(pattern.search(s) for s in e.subjects)]
+        blob = indexed.lines.text
+
+        def matched(at: int) -> int:
+            found = pattern.search(blob, at)
+            return -1 if found is None else found.start()
+        return [indexed.entries[i] for i in indexed.lines.hits(matched)]
     if text and not text.lower().startswith(("field:", "column:")):
-        needle = text.lower()
-        return [e for e in entries if needle in e.name.lower()
-                or any(needle in s.lower() for s in e.subjects)]
-    return entries
+        needle, folded = text.lower(), indexed.folded.text
+        if "\n" in needle:  # no name holds one; it would match across two entries
+            return []
+        return [indexed.entries[i] for i in indexed.folded.hits(
+            lambda at: folded.find(needle, at))]
+    return indexed.entries
 
 
 def _by_flags(entries: list[Entry], search: Search) -> list[Entry]:
@@ -214,16 +304,18 @@ def _by_flags(entries: list[Entry], search: Search) -> list[Entry]:
 
 
 def _entries(names: list[str]) -> list[Entry]:
-    tables: dict[str, dict[SubjectKind, str]] = {}
+    tables: dict[str, dict[str, str]] = {}
     strays: list[str] = []
+    match = _SUBJECT.match
     for name in names:
-        parsed = stem_of(name)
+        parsed = match(name)
         if parsed is None:
             strays.append(name)
         else:
-            tables.setdefault(parsed[0], {})[parsed[1]] = name
-    out = [Entry(name=stem, stem=stem, key=halves.get(SubjectKind.KEY),
-                 value=halves.get(SubjectKind.VALUE)) for stem, halves in tables.items()]
+            stem, kind = parsed.group("stem", "kind")
+            tables.setdefault(stem, {})[kind] = name
+    out = [Entry(name=stem, stem=stem, key=halves.get("key"), value=halves.get("value"))
+           for stem, halves in tables.items()]
     out += [Entry(name=s, stem=None, key=None, value=None) for s in strays]
     return sorted(out, key=lambda e: e.name)
 

@@ -276,6 +276,9 @@ def test_levels_modes_and_deletes_through_forms(console: TestClient) -> None:
                         data={"csrf": csrf, "confirm": KEY_SUBJECT})
     assert soft.headers["location"] == "/console/tables/tidb_shop_orders?done=soft-deleted"
     assert KEY_SUBJECT not in console.get("/v1/subjects").json()
+    listed = {r["Table (topic) or subject"]: r for r in _table(_html(console.get("/console/")),
+                                                                "3 of 3")}
+    assert listed["tidb_shop_orders"]["Notes"] == "missing its key subject"  # not the old list
     after = _html(console.get("/console/tables/tidb_shop_orders"))
     hard = after.select_one(f"form[action='/console/subjects/{KEY_SUBJECT}/delete']")
     assert hard.select_one("input[name=permanent]")["value"] == "true"

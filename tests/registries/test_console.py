@@ -61,3 +61,6 @@ def test_the_console_reads_and_changes_an_external_registry(service: TestClient,
                            data={"csrf": csrf, "confirm": names.key_subject})
     assert deleted.status_code == 303, deleted.text
     assert names.key_subject not in service.get("/v1/subjects").json()
+    again = _page(service, f"/console/?q={names.topic}")
+    assert [r[1:4] for r in _rows(again, "1 of")] == [["—", names.value_subject,
+                                                        "missing its key subject"]]

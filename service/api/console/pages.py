@@ -4,6 +4,7 @@ headers and cookies every response carries."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -11,6 +12,7 @@ from urllib.parse import quote
 import jinja2
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 
 from service.api.auth import ApiKeys
 from service.api.console import security
@@ -20,11 +22,22 @@ from service.core.errors import ServiceError
 from service.kafka_client.errors import KafkaReadError, TopicNotFoundError
 from service.registry.compatibility import CompatibilityLevel
 from service.registry.model import RegistryMode
-from service.usecases.console import COMPATIBILITY_HELP, MODE_HELP, stem_of
+from service.usecases.console import (
+    COMPATIBILITY_HELP,
+    MODE_HELP,
+    Indexed,
+    Search,
+    SubjectIndex,
+    stem_of,
+)
+from service.usecases.runtime import Runtime
 
 __all__ = ["Pages", "DONE", "subject_link", "console_status", "CONSOLE_STATUS"]
 
 HERE = Path(__file__).resolve().parent
+LISTS_KEPT = 256
+"""Rendered lists of subjects the console keeps (by search and entries' generation): a list
+reads the registry's names and renders its rows again only when the names changed."""
 DONE = {
     "registered": "Registered.",
     "compatibility": "Compatibility level saved.",
@@ -59,6 +72,8 @@ class Pages:
         self.kafka = kafka
         """The Kafka client settings of ``FLATAVRO_KAFKA_*`` when they name a broker (the
         messages page then fetches a topic's last messages), else empty."""
+        self._index: SubjectIndex | None = None
+        self._listed: OrderedDict[tuple[int, Search], Markup] = OrderedDict()
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
@@ -67,6 +82,31 @@ class Pages:
                                 modes=[mode.value for mode in RegistryMode],
                                 level_help=COMPATIBILITY_HELP, mode_help=MODE_HELP,
                                 link=subject_link)
+
+    def index_of(self, runtime: Runtime) -> SubjectIndex:
+        """The subjects grouped as tables, kept between requests (`SubjectIndex`)."""
+        if self._index is None:
+            self._index = SubjectIndex(
+                changes=runtime.changes.version if runtime.changes is not None else None)
+        return self._index
+
+    def listed(self, indexed: Indexed, search: Search) -> Markup | None:
+        """The list's HTML for `search` as rendered before from the same entries, if kept."""
+        return self._listed.get((indexed.generation, search)) if indexed.answers(
+            search) else None
+
+    def keep_listed(self, indexed: Indexed, search: Search, *, html: Markup) -> Markup:
+        """Keep the list's HTML for `search` (when the entries alone answer it; the last
+        `LISTS_KEPT`), and give it back."""
+        if indexed.answers(search):
+            self._listed[(indexed.generation, search)] = html
+            while len(self._listed) > LISTS_KEPT:
+                self._listed.popitem(last=False)
+        return html
+
+    def fragment(self, template: str, **context: Any) -> Markup:
+        """A part of a page (no frame), rendered."""
+        return Markup(self.env.get_template(template).render(**context))  # noqa: S704
 
     def keys(self, request: Request) -> ApiKeys:
         """The app's API keys."""

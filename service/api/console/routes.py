@@ -97,16 +97,22 @@ async def index(request: Request, *, q: str = "", kind: str = "any", missing: bo
                         missing=missing, broken=broken,
                         level=_enum(CompatibilityLevel, level, name="level"),
                         mode=_enum(RegistryMode, mode, name="mode"), page=page, size=size)
-        listing = await list_entries(runtime_of(request).registry, search)
-        query = {k: v for k, v in (("q", q), ("kind", kind if kind != "any" else ""),
-                                   ("missing", "true" if missing else ""),
-                                   ("broken", "true" if broken else ""), ("level", level),
-                                   ("mode", mode), ("size", str(size) if size != 50 else ""))
-                 if v}
+        runtime = runtime_of(request)
+        indexed = await pages.index_of(runtime).entries(runtime.registry)
+        listed = pages.listed(indexed, search)
+        if listed is None:
+            listing = await list_entries(runtime.registry, search, indexed=indexed)
+            query = {k: v for k, v in (("q", q), ("kind", kind if kind != "any" else ""),
+                                       ("missing", "true" if missing else ""),
+                                       ("broken", "true" if broken else ""),
+                                       ("level", level), ("mode", mode),
+                                       ("size", str(size) if size != 50 else "")) if v}
+            listed = pages.keep_listed(indexed, search, html=pages.fragment(
+                "_listing.html", listing=listing,
+                page_link=lambda n: "/console/?" + urlencode({**query, "page": n})))
         return pages.render(request, "index.html", title="Tables and subjects",
-                            listing=listing, query=query, q=q, kind=kind, level=level,
-                            mode=mode, missing=missing, broken=broken,
-                            page_link=lambda n: "/console/?" + urlencode({**query, "page": n}))
+                            listed=listed, q=q, kind=kind, level=level, mode=mode,
+                            missing=missing, broken=broken)
     return await guarded(request, show)
 
 @router.get("/schemas/{schema_id:int}", response_model=None)
