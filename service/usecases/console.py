@@ -30,6 +30,7 @@ from service.core.field_map import FieldRow, field_rows, record_name
 from service.core.naming import MAX_TOPIC_LENGTH, SubjectKind, sanitize_name
 from service.core.options import SchemaOptions
 from service.core.schema import SchemaPair, generate_schemas
+from service.core.schema_diff import FieldChange, diff_schemas
 from service.core.table import Column, Table
 from service.kafka_client.tail import last_messages
 from service.registry.compatibility import CompatibilityLevel, Incompatibility
@@ -47,13 +48,14 @@ __all__ = ["InvalidSearchError", "Search", "Entry", "Listing", "SubjectIndex", "
            "Side", "TableView", "table_view", "subject_view", "stem_of", "DiffView",
            "diff_view", "column_of", "DDLPreview", "preview_ddl", "COMPATIBILITY_HELP",
            "MODE_HELP", "MessageRow", "pasted_messages", "decode_messages", "topic_messages",
-           "MAX_MESSAGES"]
+           "MAX_MESSAGES", "SubjectChanges"]
 
 _SUBJECT = re.compile(rf"^(?P<stem>[A-Za-z0-9_-]{{1,{MAX_TOPIC_LENGTH}}})-(?P<kind>key|value)$")
 """A subject TiCDC's avro protocol names: the topic ('.' as '_') then -key or -value."""
 _CONCURRENT = 8
 _FIELD_POINTER = re.compile(r"^/fields/(\d+)(?:/|$)")
 PAGE_SIZES = (25, 50, 100, 200)
+_GONE = "(not a column of the new table)"
 MAX_MESSAGES = 500
 """The most messages the messages page fetches from a topic at once."""
 T = TypeVar("T")
@@ -515,6 +517,17 @@ class ColumnNote:
 
 
 @dataclass(frozen=True)
+class SubjectChanges:
+    """What registering would change in one subject: its latest live version (None: the
+    subject is new) and each change from it, with the reasons that break it."""
+
+    subject: str
+    kind: str
+    latest: int | None
+    changes: list[tuple[FieldChange, list[Incompatibility]]]
+
+
+@dataclass(frozen=True)
 class DDLPreview:
     """What a DDL script (CREATE TABLE, then ALTER TABLEs) would register under a topic."""
 
@@ -528,6 +541,8 @@ class DDLPreview:
     other: dict[str, list[Incompatibility]]
     """Subject -> incompatibilities that name no column of the table."""
     rows: dict[str, list[FieldRow]]
+    changes: list[SubjectChanges] = field(default_factory=list)
+    """Per subject, the columns that change against its latest registered version."""
 
     @property
     def compatible(self) -> bool:
@@ -552,8 +567,27 @@ async def preview_ddl(registry: SchemaRegistry, script: str, *, database: str,
     columns, other = await _column_notes(registry, table, pair=pair, check=check)
     rows = {"key": field_rows(pair.key_schema) if pair.key_schema else [],
             "value": field_rows(pair.value_schema)}
+    changes = [await _subject_changes(registry, verdict, columns=columns, other=other)
+               for verdict in check.subjects]
     return DDLPreview(statements=statements, table=table, options=options, pair=pair,
-                      check=check, columns=columns, other=other, rows=rows)
+                      check=check, columns=columns, other=other, rows=rows, changes=changes)
+
+
+async def _subject_changes(registry: SchemaRegistry, verdict: SubjectVerdict, *,
+                           columns: list[ColumnNote],
+                           other: dict[str, list[Incompatibility]]) -> SubjectChanges:
+    latest = await _latest(registry, verdict.subject)
+    if latest is None or latest.schema_type.upper() != "AVRO":
+        return SubjectChanges(subject=verdict.subject, kind=verdict.kind.value, latest=None,
+                              changes=[])
+    mine = set(verdict.incompatibilities)
+    reasons = {note.field: [r for r in note.reasons if r in mine] for note in columns}
+    for label, found_here in other.items():  # columns the new table no longer has
+        reasons.setdefault(label.split(" ", 1)[0], []).extend(r for r in found_here if r in mine)
+    found = diff_schemas(orjson.loads(latest.schema), orjson.loads(verdict.schema))
+    return SubjectChanges(
+        subject=verdict.subject, kind=verdict.kind.value, latest=latest.version,
+        changes=[(c, reasons.get(c.column or "", [])) for c in found])
 
 
 def _apply_script(script: str, database: str) -> tuple[Table, list[tuple[str, str]]]:
@@ -593,7 +627,7 @@ async def _column_notes(registry: SchemaRegistry, table: Table, *, pair: SchemaP
                                                                             []))
              for c in table.columns]
     for name, reasons in by_field.items():  # a field of a registered version, not the table's
-        other.setdefault(f"{name} (not a column of the new table)", []).extend(reasons)
+        other.setdefault(f"{name} {_GONE}", []).extend(reasons)
     return notes, other
 
 

@@ -226,6 +226,8 @@ def test_the_ddl_preview_says_what_each_column_does_and_registers_only_when_gree
     red = _html(console.get("/console/ddl", params={"ddl": broken, "topic": TOPIC}))
     assert red.select_one(".verdict").get_text(strip=True).startswith("✗")
     assert _table(red, "Columns of")[-1]["Verdict"].startswith("✗ breaks")
+    must = {r["Column"]: r for r in _table(red, f"Changes to {VALUE} against its version 2")}
+    assert must["must"]["Verdict"].startswith("✗ breaks") and "must" in must["must"]["Verdict"]
     assert red.select_one("form[action='/console/ddl/register'] button").has_attr("disabled")
     extension = _html(console.get("/console/ddl", params={
         "ddl": ORDERS, "topic": TOPIC, "tidb_extension": "true", "decimal": "string"}))
@@ -398,3 +400,19 @@ def test_pasted_messages_decode_with_their_subject_versions(console: TestClient)
     assert bad.select_one(".problem li").get_text().startswith("line 1: message 0 value: ")
     no_broker = _html(console.get("/console/messages?topic=x"), 422)
     assert "FLATAVRO_KAFKA_BOOTSTRAP_SERVERS" in _problem(no_broker)
+
+
+def test_the_ddl_preview_lists_each_subject_s_changes_against_its_latest_version(
+        console: TestClient) -> None:
+    script = (ORDERS_V2.replace("id BIGINT PRIMARY KEY", "id BIGINT, sku2 INT NOT NULL DEFAULT 0")
+              .replace("qty INT)", "qty BIGINT, PRIMARY KEY (id, sku2))") + ";"
+              "ALTER TABLE shop.orders DROP COLUMN note")
+    page = _html(console.get("/console/ddl", params={"ddl": script, "topic": TOPIC}))
+    value = {r["Column"]: r for r in _table(page, f"Changes to {VALUE} against its version 2")}
+    assert value["qty"]["Change"] == "~ type changed"
+    assert "int [INT] -> long [BIGINT]" in value["qty"]["What changes"]
+    assert value["qty"]["Verdict"] == "✓ compatible"  # int -> long widens
+    assert value["note"]["Change"] == "− removed" and value["sku2"]["Change"] == "+ added"
+    key = {r["Column"]: r for r in _table(page, f"Changes to {KEY_SUBJECT} against its version 1")}
+    assert key["sku2"]["Change"] == "+ added"  # with its default: BACKWARD takes it
+    assert "The key schema changes" in page.get_text()
