@@ -37,6 +37,7 @@ from urllib.parse import quote
 import httpx
 
 from bench.bench_http import Figure, process_server, ratio
+from bench.figures import summary
 from service.core.ddl import table_from_ddl
 from service.core.schema import generate_schemas
 from service.registry.embedded.registry import EmbeddedRegistry
@@ -233,9 +234,7 @@ def main() -> None:
             print(f"registry calls during the console requests: {calls} (one request of each "
                   f"page: {rounds} x 3 lists, {rounds} id pages, {rounds} redirects)", flush=True)
             peer_lines(client, port, figures[0])
-    print(f"\n{'figure':<40}{'value':>8}  {'target':<8}  met")
-    for f in figures:
-        print(f"{f.name:<40}{f.value:>8.2f}  {f.target:<8}  {'yes' if f.ok else 'NO'}")
+    summary([(f.name, f.value, f.target, f.ok) for f in figures], width=40)
     print(f"total time: {time.perf_counter() - began:.0f} s")
 
 

@@ -38,6 +38,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from bench.bench_row_codec import BATCH, DDL, ROUNDS, rows
+from bench.figures import summary
 from service.core.ddl import table_from_ddl
 from service.core.options import SchemaOptions
 from service.core.schema import generate_schemas
@@ -376,9 +377,7 @@ def main() -> None:
           flush=True)
     show(workers)
 
-    print(f"\n{'figure':<32}{'value':>8}  {'target':<8}  met")
-    for f in figures:
-        print(f"{f.name:<32}{f.value:>8.2f}  {f.target:<8}  {'yes' if f.ok else 'NO'}")
+    summary([(f.name, f.value, f.target, f.ok) for f in figures], width=32)
     print(f"total time: {time.perf_counter() - began:.0f} s")
 
 

@@ -4,8 +4,10 @@ action is the one a ``/v1`` endpoint performs (the page names it)."""
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -46,7 +48,7 @@ from service.usecases.subject_overview import schema_uses
 
 __all__ = ["router", "pages_of", "guarded"]
 
-E = TypeVar("E", CompatibilityLevel, RegistryMode)
+E = TypeVar("E", bound=enum.Enum)
 Text = Annotated[str, Form(max_length=1 << 20)]
 Token = Annotated[str | None, Form()]
 
@@ -115,6 +117,7 @@ async def index(request: Request, *, q: str = "", kind: str = "any", missing: bo
                             missing=missing, broken=broken)
     return await guarded(request, show)
 
+
 @router.get("/schemas/{schema_id:int}", response_model=None)
 async def schema(request: Request, *, schema_id: int) -> Response:
     async def show() -> Response:
@@ -123,6 +126,7 @@ async def schema(request: Request, *, schema_id: int) -> Response:
         return pages.render(request, "schema.html", title=f"Schema {schema_id}", uses=uses,
                             pretty=_pretty(uses.text))
     return await guarded(request, show)
+
 
 @router.get("/tables/{stem}", response_model=None)
 async def table(request: Request, *, stem: str, key: str | None = None,
@@ -135,6 +139,7 @@ async def table(request: Request, *, stem: str, key: str | None = None,
                             )
     return await guarded(request, show)
 
+
 @router.get("/subjects/{subject}", response_model=None)
 async def subject(request: Request, *, subject: str, version: str | None = None) -> Response:
     async def show() -> Response:
@@ -146,6 +151,7 @@ async def subject(request: Request, *, subject: str, version: str | None = None)
         return pages.render(request, "table.html", title=f"Subject {subject}", view=view,
                             )
     return await guarded(request, show)
+
 
 @router.get("/subjects/{subject}/versions/{version}/schema.avsc", response_model=None)
 async def download(request: Request, *, subject: str, version: str) -> Response:
@@ -168,6 +174,7 @@ async def diff(request: Request, *, subject: str,
         return pages.render(request, "diff.html", title=f"Diff of {subject}", view=view,
                             subject=subject)
     return await guarded(request, show)
+
 
 @router.get("/ddl", response_model=None)
 async def ddl(request: Request, *, ddl: str = "", database: str = "test",
@@ -194,6 +201,7 @@ async def ddl(request: Request, *, ddl: str = "", database: str = "test",
                             )
     return await guarded(request, show)
 
+
 @router.post("/ddl/register", response_model=None)
 async def register(request: Request, *, ddl: Text, csrf: Token = None,
                    database: Annotated[str, Form()] = "test",
@@ -214,6 +222,7 @@ async def register(request: Request, *, ddl: Text, csrf: Token = None,
         return pages.redirect(subject_link(f"{done.topic.replace('.', '_')}-value"),
                               "registered")
     return await guarded(request, act, write=True, form_token=csrf)
+
 
 @router.get("/messages", response_model=None)
 async def messages(request: Request, *, topic: str = "", count: int = 20) -> Response:
@@ -257,40 +266,53 @@ async def global_settings(request: Request) -> Response:
                             mode=(await registry.get_mode()).value)
     return await guarded(request, show)
 
+
 @router.post("/settings/compatibility", response_model=None)
 async def set_level(request: Request, *, level: Annotated[str, Form()], csrf: Token = None,
                     subject: Annotated[str, Form()] = "",
                     back: Annotated[str, Form()] = "") -> Response:
-    async def act() -> Response:
-        pages = pages_of(request)
-        registry = runtime_of(request).registry
-        if subject and level == "inherit":
-            await levels_and_modes.remove_compatibility(registry, subject)
-            done = "compatibility-removed"
-        else:
-            chosen = _member(CompatibilityLevel, level, name="level")
-            await levels_and_modes.set_compatibility(registry, chosen,
-                                                     subject=subject or None)
-            done = "compatibility"
-        return pages.redirect(local_path(back, "/console/settings"), done)
-    return await guarded(request, act, write=True, form_token=csrf)
+    return await _setting(request, _LEVEL, value=level, subject=subject, back=back, csrf=csrf)
+
 
 @router.post("/settings/mode", response_model=None)
 async def set_mode(request: Request, *, mode: Annotated[str, Form()], csrf: Token = None,
                    subject: Annotated[str, Form()] = "",
                    back: Annotated[str, Form()] = "") -> Response:
+    return await _setting(request, _MODE, value=mode, subject=subject, back=back, csrf=csrf)
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """A setting the console's forms change: a subject's (or the global) level or mode."""
+
+    name: str
+    values: type[CompatibilityLevel] | type[RegistryMode]
+    put: Callable[..., Awaitable[object]]
+    remove: Callable[..., Awaitable[object]]
+
+
+_LEVEL = _Setting("compatibility", CompatibilityLevel, levels_and_modes.set_compatibility,
+                  levels_and_modes.remove_compatibility)
+_MODE = _Setting("mode", RegistryMode, levels_and_modes.set_mode, levels_and_modes.remove_mode)
+
+
+async def _setting(request: Request, setting: _Setting, *, value: str, subject: str, back: str,
+                   csrf: str | None) -> Response:
+    """Set `setting` on `subject` (empty: the global one), or with ``inherit`` remove the
+    subject's own; back to `back` (a console path)."""
     async def act() -> Response:
-        pages = pages_of(request)
         registry = runtime_of(request).registry
-        if subject and mode == "inherit":
-            await levels_and_modes.remove_mode(registry, subject)
-            done = "mode-removed"
+        if subject and value == "inherit":
+            await setting.remove(registry, subject)
+            done = f"{setting.name}-removed"
         else:
-            chosen = _member(RegistryMode, mode, name="mode")
-            await levels_and_modes.set_mode(registry, chosen, subject=subject or None)
-            done = "mode"
-        return pages.redirect(local_path(back, "/console/settings"), done)
+            chosen = _member(setting.values, value, name=setting.name.replace(
+                "compatibility", "level"))
+            await setting.put(registry, chosen, subject=subject or None)
+            done = setting.name
+        return pages_of(request).redirect(local_path(back, "/console/settings"), done)
     return await guarded(request, act, write=True, form_token=csrf)
+
 
 @router.post("/subjects/{subject}/delete", response_model=None)
 async def delete(request: Request, *, subject: str, confirm: Annotated[str, Form()] = "",
@@ -306,6 +328,7 @@ async def delete(request: Request, *, subject: str, confirm: Annotated[str, Form
         return pages.redirect(subject_link(subject) if not permanent else "/console/",
                               "deleted" if permanent else "soft-deleted")
     return await guarded(request, act, write=True, form_token=csrf)
+
 
 @router.post("/sign-in", response_model=None)
 async def sign_in(request: Request, *, key: Annotated[str, Form()], csrf: Token = None,
