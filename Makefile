@@ -84,6 +84,8 @@ bench: check-bench $(EXTRAS) $(JARS)
 	$(BIN)/python -m bench.bench_stream
 	$(BIN)/python -m bench.bench_stream_tables
 	$(BIN)/python -m bench.bench_guard
+	$(BIN)/python -m bench.bench_guard --one-apply
+	$(BIN)/python -m bench.bench_table_floor
 	$(BIN)/python -m bench.bench_stream_formats
 	$(BIN)/python -m bench.bench_bridge
 
