@@ -49,6 +49,8 @@ from service.usecases.subject_overview import schema_uses
 __all__ = ["router", "pages_of", "guarded"]
 
 E = TypeVar("E", bound=enum.Enum)
+DEFAULT_TOPIC_RULE = "tidb_{schema}_{table}"
+"""The topic rule the DDL page starts with: `/v1/tables/check`'s default."""
 Text = Annotated[str, Form(max_length=1 << 20)]
 Token = Annotated[str | None, Form()]
 
@@ -135,8 +137,7 @@ async def table(request: Request, *, stem: str, key: str | None = None,
         pages = pages_of(request)
         versions = {k: v for k, v in (("key", key), ("value", value)) if v}
         view = await table_view(runtime_of(request).registry, stem, versions=versions)
-        return pages.render(request, "table.html", title=f"Table {stem}", view=view,
-                            )
+        return pages.render(request, "table.html", title=f"Table {stem}", view=view)
     return await guarded(request, show)
 
 
@@ -148,8 +149,7 @@ async def subject(request: Request, *, subject: str, version: str | None = None)
         if parsed is not None:
             return pages.redirect(subject_link(subject, version))
         view = await subject_view(runtime_of(request).registry, subject, version=version)
-        return pages.render(request, "table.html", title=f"Subject {subject}", view=view,
-                            )
+        return pages.render(request, "table.html", title=f"Subject {subject}", view=view)
     return await guarded(request, show)
 
 
@@ -163,6 +163,7 @@ async def download(request: Request, *, subject: str, version: str) -> Response:
             "Content-Disposition": f"attachment; filename*=UTF-8''{name}",
             "X-Content-Type-Options": "nosniff"})
     return await guarded(request, send)
+
 
 @router.get("/subjects/{subject}/diff", response_model=None)
 async def diff(request: Request, *, subject: str,
@@ -178,7 +179,7 @@ async def diff(request: Request, *, subject: str,
 
 @router.get("/ddl", response_model=None)
 async def ddl(request: Request, *, ddl: str = "", database: str = "test",
-              topic: str = "{schema}_{table}", tidb_extension: bool = False,
+              topic: str = DEFAULT_TOPIC_RULE, tidb_extension: bool = False,
               decimal: str = "precise", bigint: str = "long") -> Response:
     form = {"ddl": ddl, "database": database, "topic": topic,
             "tidb_extension": tidb_extension, "decimal": decimal, "bigint": bigint}
@@ -197,15 +198,14 @@ async def ddl(request: Request, *, ddl: str = "", database: str = "test",
             except ServiceError as error:  # shown beside the form, which keeps its text
                 problem, status = error, console_status(error)
         return pages.render(request, "ddl.html", title="What would this DDL do?",
-                            status=status, form=form, preview=preview, problem=problem,
-                            )
+                            status=status, form=form, preview=preview, problem=problem)
     return await guarded(request, show)
 
 
 @router.post("/ddl/register", response_model=None)
 async def register(request: Request, *, ddl: Text, csrf: Token = None,
                    database: Annotated[str, Form()] = "test",
-                   topic: Annotated[str, Form()] = "{schema}_{table}",
+                   topic: Annotated[str, Form()] = DEFAULT_TOPIC_RULE,
                    tidb_extension: Annotated[bool, Form()] = False,
                    decimal: Annotated[str, Form()] = "precise",
                    bigint: Annotated[str, Form()] = "long") -> Response:
