@@ -283,6 +283,24 @@ def test_signing_in_with_the_keyboard_opens_the_forms(tab: Pages, keyed: ServedA
     _no_serious_violations(page)
 
 
+def test_pasted_messages_decode_by_keyboard_and_axe_finds_nothing_serious(
+        tab: Pages, registry: ServedApp, tmp_path: Path) -> None:
+    encoded = registry.http.post(f"{registry.url}/v1/topics/{STEM}/encode", json={"records": [
+        {"op": "insert", "row": {"id": 9, "sku": "A-9", "price": "9.90"}},
+        {"op": "delete", "row": {"id": 9}}]}).json()["messages"]
+    page = tab(bypass_csp=True)
+    page.open(f"{registry.url}/console/messages")
+    _drawn(page.tab_to("#messages"))
+    page.type("\n".join(f"{m['key']} {m['value'] or 'null'}" for m in encoded))
+    _drawn(page.tab_to("form[method=post] button[type=submit]"))
+    page.press_and_wait("Enter")
+    rows = _rows(page, "2 message(s)")
+    assert [r[1] for r in rows] == ["upsert", "delete (tombstone)"]
+    assert rows[0][5].endswith(f"{VALUE} v2") and rows[1][4] == "—"
+    _no_serious_violations(page)
+    _shot(page, tmp_path / "messages.png")
+
+
 SCREENSHOTS = {"console-table": f"/console/tables/{STEM}",
                "console-ddl": "/console/ddl?" + urlencode({"ddl": SCRIPT, "topic": TOPIC})}
 """The docs' screenshots (docs/images/<name>.png) and the pages they show."""
