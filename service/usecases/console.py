@@ -48,7 +48,7 @@ __all__ = ["InvalidSearchError", "Search", "Entry", "Listing", "SubjectIndex", "
            "Side", "TableView", "table_view", "subject_view", "stem_of", "DiffView",
            "diff_view", "column_of", "DDLPreview", "preview_ddl", "COMPATIBILITY_HELP",
            "MODE_HELP", "MessageRow", "pasted_messages", "decode_messages", "topic_messages",
-           "MAX_MESSAGES", "SubjectChanges"]
+           "MAX_MESSAGES", "SubjectChanges", "pretty_text"]
 
 _SUBJECT = re.compile(rf"^(?P<stem>[A-Za-z0-9_-]{{1,{MAX_TOPIC_LENGTH}}})-(?P<kind>key|value)$")
 """A subject TiCDC's avro protocol names: the topic ('.' as '_') then -key or -value."""
@@ -377,12 +377,7 @@ class Side:
     @property
     def pretty(self) -> str:
         """The shown schema, indented (the raw text is the registry's own)."""
-        if self.shown is None:
-            return ""
-        try:
-            return json.dumps(orjson.loads(self.shown.schema), indent=2, ensure_ascii=False)
-        except orjson.JSONDecodeError:
-            return self.shown.schema
+        return pretty_text(self.shown.schema) if self.shown is not None else ""
 
 
 @dataclass(frozen=True)
@@ -498,6 +493,14 @@ def column_of(location: str, reader: Any) -> str | None:
         return None
     entry = fields[index]
     return str(entry.get("name")) if isinstance(entry, dict) else None
+
+
+def pretty_text(text: str) -> str:
+    """A schema's text indented (the text as it is when it is no JSON)."""
+    try:
+        return _pretty(orjson.loads(text))
+    except orjson.JSONDecodeError:
+        return text
 
 
 def _pretty(schema: Any) -> str:

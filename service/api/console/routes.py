@@ -5,7 +5,6 @@ action is the one a ``/v1`` endpoint performs (the page names it)."""
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, TypeVar
@@ -37,6 +36,7 @@ from service.usecases.console import (
     diff_view,
     list_entries,
     pasted_messages,
+    pretty_text,
     preview_ddl,
     schema_id_of,
     stem_of,
@@ -126,7 +126,7 @@ async def schema(request: Request, *, schema_id: int) -> Response:
         pages = pages_of(request)
         uses = await schema_uses(runtime_of(request).registry, schema_id, deleted=True)
         return pages.render(request, "schema.html", title=f"Schema {schema_id}", uses=uses,
-                            pretty=_pretty(uses.text))
+                            pretty=pretty_text(uses.text))
     return await guarded(request, show)
 
 
@@ -353,14 +353,6 @@ async def sign_out(request: Request, *, csrf: Token = None) -> Response:
     response = Pages.redirect("/console/", "signed-out")
     response.delete_cookie(SESSION_COOKIE, path="/console")
     return response
-
-
-
-def _pretty(text: str) -> str:
-    try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
-        return text
 
 
 def _choice(value: str, allowed: tuple[str, ...], *, name: str) -> str:
