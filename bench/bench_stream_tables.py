@@ -51,6 +51,20 @@ the first table, right after its last key landed, must hold every key; every typ
 the apply has caught up, exactly its live keys and the latency keys; else exit 1.
 ``--direct-rate-only`` leaves out the direct path's Delta floor, latency and separate
 applications (its N-table run stays, for the ratios).
+``--format iceberg`` (with ``--changelog --direct-rate-only``): the same runs with ``--format
+iceberg`` in the stream's default catalog (JDBC on SQLite, warehouse ``<work>/lake``,
+`IcebergCatalog.sqlite`): the direct run's tables ``db<N>.<topic>``, the changelog stream's
+``changelog<N>.<topic>`` (``--table-template``), its changelog the catalog table
+``bench.changelog_<N>``; everything read outside Spark with PyIceberg (every delete file
+applied). Landing and drain: the same wrapped `Applier` methods. Produce -> visible in a fresh
+read: the commit time (``committed_at``, the snapshot's timestamp) of the changelog snapshot whose
+summary names the changelog's app id and the micro-batch (`sinks.iceberg.APP_ID` / ``BATCH_ID``)
+of the row's ``_batch``; the typed-table lag: the commit time of the typed table's first snapshot
+holding the key (its snapshots oldest first, read at each snapshot id; those that add no row, a
+compaction's or a delete's, skipped). The checks are the same (row counts with PyIceberg; the
+fresh read with the catalog, `fresh_read(..., catalog=...)`). Delta's floor and the separate
+applications are Delta's own (bench_table_floor has Iceberg's floor): hence
+``--direct-rate-only``. Every printed line names the format.
 """
 
 from __future__ import annotations
@@ -69,11 +83,12 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 import deltalake
 import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -86,10 +101,17 @@ from spark_jobs.jobs.apply import Applier
 from spark_jobs.jobs.fresh import FreshSource, fresh_read
 from spark_jobs.jobs.stream import run
 from spark_jobs.session import build_session
-from spark_jobs.settings.config import DEFAULT_PARALLEL_TABLES, StreamConfig, Trigger
+from spark_jobs.settings.config import DEFAULT_PARALLEL_TABLES, StreamConfig, TableFormat, Trigger
+from spark_jobs.settings.iceberg import IcebergCatalog
 from spark_jobs.settings.tables import PathTemplate, Topics
-from spark_jobs.sinks.changelog import APP_ID_PROPERTY, changelog_app_id
+from spark_jobs.sinks.changelog import APP_ID_PROPERTY, BATCH, changelog_app_id
+from spark_jobs.sinks.iceberg import APP_ID, BATCH_ID
 from spark_jobs.sinks.merge import clauses, key_on, values
+
+if TYPE_CHECKING:  # PyIceberg takes 1.5 s to import: only with --format iceberg
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.table import DataScan, Table
+    from pyiceberg.table.snapshots import Snapshot
 
 LATENCY_KEY = 10_000_000
 """Keys of the latency phase start here (above any key of the timed changes)."""
@@ -112,27 +134,245 @@ def topics_for(tables: int, bootstrap: str, url: str, changes: int) -> list[Topi
     return topics
 
 
-def config(tables: int, work: Path, topic: Topic, **more: object) -> StreamConfig:
+Where = tuple[tuple[str, str, int | str], ...]
+"""A row filter: (column, operator, value) conditions, all to hold; operators ``=``, ``>=``,
+``>``."""
+
+
+class Lake:
+    """Where a run's tables are (its ``--format``) and how the benchmark reads them outside Spark:
+    `DeltaLake` (paths, delta-rs) or `IcebergLake` (names in the catalog, PyIceberg)."""
+
+    name = ""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+
+    def table(self, folder: str, topic: str) -> str:
+        """The typed table of `topic` in `folder` (a run's tables: ``db<N>``, ...)."""
+        raise NotImplementedError
+
+    def template(self, folder: str) -> PathTemplate:
+        """The ``--table-template`` of `folder`'s tables."""
+        raise NotImplementedError
+
+    def changelog(self, tables: int) -> str:
+        """The ``--changelog`` of the N-table stream."""
+        raise NotImplementedError
+
+    def settings(self) -> dict[str, object]:
+        """The stream's settings of the format (`StreamConfig` fields)."""
+        raise NotImplementedError
+
+    def rows(self, table: str, columns: list[str], *, where: Where = (),
+             version: int | None = None) -> pa.Table:
+        """`columns` of the rows of `table` (as of `version`, default the newest) that match
+        `where`."""
+        raise NotImplementedError
+
+    def count(self, table: str, *, where: Where = ()) -> int:
+        """The number of rows of `table` that match `where`."""
+        raise NotImplementedError
+
+    def additions(self, table: str) -> list[tuple[int, float]]:
+        """(version, commit time in s) of each of `table`'s commits that may add keys, oldest
+        first."""
+        raise NotImplementedError
+
+    def batch_commits(self, changelog: str) -> dict[int, float]:
+        """For each micro-batch the changelog landed, the commit time (s) of its version that
+        appended it."""
+        raise NotImplementedError
+
+    def holds(self, table: str, key: int) -> bool:
+        """Whether `table` exists and holds `key`."""
+        try:
+            return bool(self.count(table, where=(("id", "=", key),)))
+        except Exception:  # not created yet
+            return False
+
+    def first_seen(self, table: str, first: int) -> dict[int, float]:
+        """For each key >= `first` of the table, the commit time of the first version holding
+        it."""
+        seen: dict[int, float] = {}
+        for version, at in self.additions(table):
+            for key in self.rows(table, ["id"], where=(("id", ">=", first),),
+                                 version=version).column("id").to_pylist():
+                seen.setdefault(key, at)
+        return seen
+
+
+class DeltaLake(Lake):
+    """Delta tables at paths: ``<work>/<folder>/<topic>``, the changelog
+    ``<work>/changelog<N>-log``; read with delta-rs (`version`: the table version)."""
+
+    name = "delta"
+
+    def table(self, folder: str, topic: str) -> str:
+        """The table's path."""
+        return str(self.work / folder / topic)
+
+    def template(self, folder: str) -> PathTemplate:
+        """``<work>/<folder>/{topic}``."""
+        return PathTemplate(str(self.work / folder / "{topic}"))
+
+    def changelog(self, tables: int) -> str:
+        """Its path."""
+        return str(self.work / f"changelog{tables}-log")
+
+    def settings(self) -> dict[str, object]:
+        """None: Delta is the default."""
+        return {}
+
+    def _query(self, table: str, select: str, *, where: Where, version: int | None = None
+               ) -> pa.Table:
+        """`select` over the table (as ``t``) where `where` holds, with delta-rs."""
+        conditions = " AND ".join(f'"{c}" {op} {v!r}' for c, op, v in where)
+        found = f" WHERE {conditions}" if conditions else ""
+        return pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(
+            table, version=version)).execute(f"SELECT {select} FROM t{found}").read_all())
+
+    def rows(self, table: str, columns: list[str], *, where: Where = (),
+             version: int | None = None) -> pa.Table:
+        """The rows, with delta-rs."""
+        return self._query(table, ", ".join(f'"{c}"' for c in columns), where=where,
+                           version=version)
+
+    def count(self, table: str, *, where: Where = ()) -> int:
+        """The count, with delta-rs."""
+        return int(self._query(table, "count(*) AS n", where=where).column(0)[0].as_py())
+
+    def additions(self, table: str) -> list[tuple[int, float]]:
+        """The MERGE commits (the stream's)."""
+        return [(c["version"], c["timestamp"] / 1000) for c in sorted(
+            deltalake.DeltaTable(table).history(), key=lambda c: c["version"])
+            if c.get("operation") == "MERGE"]
+
+    def batch_commits(self, changelog: str) -> dict[int, float]:
+        """From the Delta history: each append's ``txnVersion``."""
+        table = deltalake.DeltaTable(changelog)
+        app_id = changelog_app_id(table.metadata().configuration[APP_ID_PROPERTY])
+        commits: dict[int, float] = {}
+        for commit in sorted(table.history(), key=lambda c: c["version"]):
+            if commit.get("operation") != "WRITE":
+                continue
+            batch = deltalake.DeltaTable(changelog, version=commit["version"]
+                                         ).transaction_version(app_id)
+            if batch is not None:
+                commits.setdefault(int(batch), commit["timestamp"] / 1000)
+        return commits
+
+
+class IcebergLake(Lake):
+    """Iceberg tables in the stream's default catalog (JDBC on SQLite, ``<work>/lake``): typed
+    tables ``<folder>.<topic>``, the changelog ``bench.changelog_<N>``; read with PyIceberg
+    (`version`: the snapshot id)."""
+
+    name = "iceberg"
+
+    def __init__(self, work: Path) -> None:
+        super().__init__(work)
+        (work / "lake").mkdir(parents=True, exist_ok=True)
+        self.catalog = IcebergCatalog.sqlite(warehouse=str(work / "lake"))
+        self._tables: SqlCatalog | None = None
+
+    def table(self, folder: str, topic: str) -> str:
+        """``<folder>.<topic>``."""
+        return f"{folder}.{topic}"
+
+    def template(self, folder: str) -> PathTemplate:
+        """``<folder>.{topic}``."""
+        return PathTemplate(f"{folder}.{{topic}}")
+
+    def changelog(self, tables: int) -> str:
+        """``bench.changelog_<N>``."""
+        return f"bench.changelog_{tables}"
+
+    def settings(self) -> dict[str, object]:
+        """``--format iceberg`` and the catalog."""
+        return {"table_format": TableFormat.ICEBERG, "iceberg": self.catalog}
+
+    def load(self, table: str) -> Table:
+        """The table as PyIceberg sees it now, through the catalog's SQLite file."""
+        if self._tables is None:
+            from pyiceberg.catalog.sql import SqlCatalog
+
+            sqlite = self.catalog.sqlite_file()
+            self._tables = SqlCatalog("flatavro", uri=f"sqlite:///{sqlite}",
+                                      warehouse=f"file://{self.catalog.warehouse}")
+        return self._tables.load_table(table)
+
+    def _scan(self, table: str, *, where: Where, columns: tuple[str, ...] = ("*",),
+              version: int | None = None) -> DataScan:
+        """The scan of `table` (at snapshot `version`) reading `columns` where `where`
+        holds."""
+        from pyiceberg import expressions as E
+
+        ops: dict[str, Any] = {  # the predicates' classes (typed by their pydantic fields)
+            "=": E.EqualTo, ">=": E.GreaterThanOrEqual, ">": E.GreaterThan}
+        row_filter: E.BooleanExpression = E.AlwaysTrue()
+        for column, op, value in where:
+            row_filter = E.And(row_filter, ops[op](column, value))
+        return self.load(table).scan(row_filter=row_filter, selected_fields=columns,
+                                     snapshot_id=version)
+
+    def rows(self, table: str, columns: list[str], *, where: Where = (),
+             version: int | None = None) -> pa.Table:
+        """The rows, with PyIceberg (every delete file applied)."""
+        return self._scan(table, where=where, columns=tuple(columns), version=version).to_arrow()
+
+    def count(self, table: str, *, where: Where = ()) -> int:
+        """The count, with PyIceberg."""
+        return int(self._scan(table, where=where, columns=tuple(
+            dict.fromkeys(c for c, _, _ in where)) or ("*",)).count())
+
+    def snapshots(self, table: Table) -> list[Snapshot]:
+        """The table's snapshots, oldest first."""
+        return sorted(table.snapshots(), key=lambda s: (s.sequence_number or 0, s.timestamp_ms))
+
+    def additions(self, table: str) -> list[tuple[int, float]]:
+        """The snapshots that added rows (a compaction's or a delete's add none)."""
+        return [(s.snapshot_id, s.timestamp_ms / 1000) for s in self.snapshots(self.load(table))
+                if s.summary is not None and s.summary.operation.value != "replace"
+                and int(s.summary.get("added-records") or 0) > 0]
+
+    def batch_commits(self, changelog: str) -> dict[int, float]:
+        """From the changelog's snapshots: each append's summary names the changelog's app id
+        (`APP_ID`) and the batch (`BATCH_ID`)."""
+        table = self.load(changelog)
+        app_id = changelog_app_id(table.properties[APP_ID_PROPERTY])
+        commits: dict[int, float] = {}
+        for snapshot in self.snapshots(table):
+            summary = snapshot.summary
+            batch = None if summary is None or summary.get(APP_ID) != app_id else summary.get(
+                BATCH_ID)
+            if batch is not None:
+                commits.setdefault(int(batch), snapshot.timestamp_ms / 1000)
+        return commits
+
+
+LAKES: dict[str, type[Lake]] = {"delta": DeltaLake, "iceberg": IcebergLake}
+
+
+def config(tables: int, work: Path, topic: Topic, *, lake: Lake, **more: object
+           ) -> StreamConfig:
     fields: dict[str, object] = {
         "topic": "", "table_path": "", "bootstrap_servers": topic.bootstrap,
         "service_url": topic.url, "trigger": Trigger(available_now=True),
         "checkpoint": str(work / f"db{tables}-checkpoint"),
         "topics": Topics(pattern=f"db{tables}_.*"),
-        "table_template": PathTemplate(str(work / f"db{tables}" / "{topic}")), **more}
+        "table_template": lake.template(f"db{tables}"), **lake.settings(), **more}
     return StreamConfig(**fields)  # type: ignore[arg-type]
 
 
-def check(work: Path, tables: int, share: int, *, folder: str | None = None, label: str = "",
+def check(lake: Lake, topics: list[Topic], *, share: int, folder: str, label: str = "",
           extra: int = 0) -> bool:
-    """Every table (of `folder`, default the direct run's) holds its live keys (and `extra`
-    latency keys)."""
+    """Every table of `topics` in `folder` holds its live keys (and `extra` latency keys)."""
     live = len(plan(share)[1]) + extra
-    wrong = [p.name for p in sorted((work / (folder or f"db{tables}")).iterdir())
-             if deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(p))).execute(
-                 "SELECT count(*) AS n FROM t").read_all().column(0)[0].as_py() != live]
+    wrong = [t.name for t in topics if lake.count(lake.table(folder, t.name)) != live]
     keys = f"{live - extra:,} live keys + {extra} latency keys" if extra else (
         f"{live:,} live keys")
-    print(f"  {tables} {label}table(s) of {keys} each: "
+    print(f"  {len(topics)} {label}table(s) of {keys} each ({lake.name}): "
           f"{'ok' if not wrong else 'WRONG: ' + ', '.join(wrong)}")
     return not wrong
 
@@ -151,13 +391,14 @@ def rss_mb(spark: SparkSession) -> str:
 
 
 def latency(spark: SparkSession, tables: int, work: Path, topics: list[Topic],
-            seconds: int) -> list[float]:
+            seconds: int, *, lake: Lake) -> list[float]:
     """Produce-to-visible seconds of one new key per table per second, at a 1 s trigger."""
     stop, errors = threading.Event(), list[BaseException]()
 
     def stream() -> None:
         try:
-            run(spark, config(tables, work, topics[0], trigger=Trigger(seconds=1)), stop=stop)
+            run(spark, config(tables, work, topics[0], lake=lake, trigger=Trigger(seconds=1)),
+                stop=stop)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -178,39 +419,15 @@ def latency(spark: SparkSession, tables: int, work: Path, topics: list[Topic],
     deadline = time.monotonic() + 600
     last = LATENCY_KEY + seconds - 1
     while time.monotonic() < deadline and not errors and not all(
-            _holds(work / f"db{tables}" / t.name, last) for t in topics):
+            lake.holds(lake.table(f"db{tables}", t.name), last) for t in topics):
         time.sleep(1)
     stop.set()
     thread.join(600)
     if errors:
         raise errors[0]
     return [seen - sent[key] for t in topics
-            for key, seen in _first_seen(work / f"db{tables}" / t.name).items() if key in sent]
-
-
-def _holds(path: Path, key: int) -> bool:
-    try:
-        table = deltalake.DeltaTable(str(path))
-    except Exception:  # not created yet
-        return False
-    found = deltalake.QueryBuilder().register("t", table).execute(
-        f"SELECT count(*) FROM t WHERE id = {key}").read_all().column(0)[0].as_py()
-    return bool(found)
-
-
-def _first_seen(path: Path) -> dict[int, float]:
-    """For each latency key of the table, the commit time of the first version holding it."""
-    table = deltalake.DeltaTable(str(path))
-    seen: dict[int, float] = {}
-    for commit in sorted(table.history(), key=lambda c: c["version"]):
-        if commit.get("operation") != "MERGE":
-            continue
-        at = deltalake.DeltaTable(str(path), version=commit["version"])
-        ids = deltalake.QueryBuilder().register("t", at).execute(
-            f"SELECT id FROM t WHERE id >= {LATENCY_KEY}").read_all().column(0).to_pylist()
-        for key in ids:
-            seen.setdefault(key, commit["timestamp"] / 1000)
-    return seen
+            for key, seen in lake.first_seen(lake.table(f"db{tables}", t.name),
+                                             LATENCY_KEY).items() if key in sent]
 
 
 def delta_floor(spark: SparkSession, work: Path, tables: int, threads: int
@@ -264,11 +481,13 @@ def separate_apps(tables: int, work: Path, topics: list[Topic], at_once: int) ->
     return timed(all_apps)
 
 
-def changelog_config(tables: int, work: Path, topic: Topic, **more: object) -> StreamConfig:
+def changelog_config(tables: int, work: Path, topic: Topic, *, lake: Lake, **more: object
+                     ) -> StreamConfig:
     """The N-table stream with ``--changelog``: changelog, tables and checkpoint of its own."""
-    return config(tables, work, topic, checkpoint=str(work / f"changelog{tables}-checkpoint"),
-                  table_template=PathTemplate(str(work / f"changelog{tables}" / "{topic}")),
-                  changelog=str(work / f"changelog{tables}-log"), **more)
+    return config(tables, work, topic, lake=lake,
+                  checkpoint=str(work / f"changelog{tables}-checkpoint"),
+                  table_template=lake.template(f"changelog{tables}"),
+                  changelog=lake.changelog(tables), **more)
 
 
 @dataclass
@@ -315,48 +534,45 @@ def watched() -> Iterator[ApplyClock]:
         yield clock
 
 
-def _rows(path: str, sql: str) -> list[dict[str, Any]]:
-    """The rows of `sql` over the Delta table at `path` (as ``t``), read with delta-rs."""
-    return pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute(
-        sql).read_all()).to_pylist()
-
-
 def measure_landing(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables: int,
-                    topics: list[Topic], rates: dict[int, float], landing: dict[int, float]
-                    ) -> bool:
+                    topics: list[Topic], rates: dict[int, float], landing: dict[int, float],
+                    lake: Lake) -> bool:
     """Time the N-table stream with ``--changelog`` (landing, then the drain); whether the
     changelog holds every message and every typed table is right."""
     total = args.changes // tables * tables
-    settings = changelog_config(tables, work, topics[0], parallel_tables=args.parallel_tables,
-                                apply_lag_ms=NEVER_MS, apply_rows=args.changes + 1)
+    settings = changelog_config(tables, work, topics[0], lake=lake,
+                                parallel_tables=args.parallel_tables, apply_lag_ms=NEVER_MS,
+                                apply_rows=args.changes + 1)
     assert settings.changelog is not None
     with watched() as clock:
         started = time.perf_counter()
         run(spark, settings)
         seconds = time.perf_counter() - started
     if not clock.landed:
-        print(f"{tables:>4} table(s) with --changelog: nothing landed")
+        print(f"{tables:>4} table(s) with --changelog ({lake.name}): nothing landed")
         return False
     landed = clock.landed[-1] - started
     drain = sum(end - start for start, end in clock.drains)
     landing[tables] = total / landed
-    print(f"{tables:>4} table(s), one application with --changelog: {total:,} changes landed "
+    print(f"{tables:>4} table(s), one application with --changelog ({lake.name}): {total:,} "
+          f"changes landed "
           f"in {landed:.1f} s = {landing[tables]:,.0f} rec/s (start-up included), then the "
           f"drain applied {tables} table(s) in {drain:.1f} s; {seconds:.1f} s in all = "
           f"{total / seconds:,.0f} rec/s; {rss_mb(spark)}")
-    held = _rows(settings.changelog, "SELECT count(*) AS n FROM t")[0]["n"]
+    held = lake.count(settings.changelog)
     ok = held == total
     print(f"  the changelog holds {held:,} rows (every message: {total:,}): "
           f"{'ok' if ok else 'WRONG'}")
-    ok = check(work, tables, args.changes // tables, folder=f"changelog{tables}",
+    ok = check(lake, topics, share=args.changes // tables, folder=f"changelog{tables}",
                label="typed ") and ok
     if tables in rates:
-        print(f"  with --changelog vs direct, {tables} table(s): landing {landing[tables]:,.0f} "
-              f"rec/s vs {rates[tables]:,.0f} rec/s, ratio {landing[tables] / rates[tables]:.2f}; "
+        print(f"  with --changelog vs direct ({lake.name}), {tables} table(s): landing "
+              f"{landing[tables]:,.0f} rec/s vs {rates[tables]:,.0f} rec/s, ratio "
+              f"{landing[tables] / rates[tables]:.2f}; "
               f"landing + drain {total / seconds:,.0f} rec/s vs {rates[tables]:,.0f} rec/s, "
               f"ratio {total / seconds / rates[tables]:.2f}")
     if 1 in landing and tables != 1:
-        print(f"  {tables} tables vs one table, landing in the changelog: "
+        print(f"  {tables} tables vs one table, landing in the {lake.name} changelog: "
               f"{landing[tables]:,.0f} rec/s vs {landing[1]:,.0f} rec/s, ratio "
               f"{landing[tables] / landing[1]:.2f} (target >= 0.7 at 100 tables)")
     return ok
@@ -399,22 +615,6 @@ def produce_keys(topics: list[Topic], seconds: int, first: int) -> Sent:
     if sent.failed:
         sys.exit(f"{sent.failed} latency message(s) were not delivered")
     return sent
-
-
-def batch_commits(path: str) -> dict[int, float]:
-    """For each micro-batch the changelog at `path` landed, the commit time (s) of the version
-    that appended it (its append's ``txnVersion``), from the Delta history."""
-    table = deltalake.DeltaTable(path)
-    app_id = changelog_app_id(table.metadata().configuration[APP_ID_PROPERTY])
-    commits: dict[int, float] = {}
-    for commit in sorted(table.history(), key=lambda c: c["version"]):
-        if commit.get("operation") != "WRITE":
-            continue
-        batch = deltalake.DeltaTable(path, version=commit["version"]).transaction_version(
-            app_id)
-        if batch is not None:
-            commits.setdefault(int(batch), commit["timestamp"] / 1000)
-    return commits
 
 
 def _cuts(values: list[float]) -> tuple[float, float]:
@@ -465,65 +665,67 @@ class ChangelogStream:
             raise self.errors[0]
 
 
-def fresh_check(spark: SparkSession, settings: StreamConfig, *, path: Path, sent: Sent,
-                expected: int) -> bool:
-    """A fresh read of the typed table at `path`, once the changelog holds its last latency
-    message: it must hold `expected` rows, every latency key of its topic among them."""
+def fresh_check(spark: SparkSession, settings: StreamConfig, *, lake: Lake, table: str,
+                topic: str, sent: Sent, expected: int) -> bool:
+    """A fresh read of the typed table `table` of `topic`, once the changelog holds its last
+    latency message: it must hold `expected` rows, every latency key of its topic among them."""
     assert settings.changelog is not None
-    topic = path.name
     keys = sorted(k for t, k in sent.at if t == topic)
     where = {v: k for k, v in sent.where.items()}[(topic, keys[-1])]
     deadline = time.monotonic() + 120
-    while not _rows(settings.changelog, f"SELECT count(*) AS n FROM t WHERE topic = '{topic}' "
-                    f"AND \"partition\" = {where[1]} AND \"offset\" = {where[2]}")[0]["n"]:
+    while not lake.count(settings.changelog, where=(
+            ("topic", "=", topic), ("partition", "=", where[1]), ("offset", "=", where[2]))):
         if time.monotonic() > deadline:
             print(f"  {topic}'s last latency key did not land within 120 s")
             return False
         time.sleep(0.2)
-    rows = fresh_read(spark, changelog_path=settings.changelog, table=str(path),
-                      source=FreshSource(service_url=settings.service_url))
+    rows = fresh_read(spark, changelog_path=settings.changelog, table=table,
+                      source=FreshSource(service_url=settings.service_url),
+                      catalog=settings.iceberg)
     found = rows.agg(F.count(F.lit(1)).alias("rows"), F.count(
         F.when(F.col("id") >= CHANGELOG_KEY, 1)).alias("keys")).first()
     assert found is not None
-    typed = _rows(str(path), f"SELECT count(*) AS n FROM t WHERE id >= {CHANGELOG_KEY}")[0]["n"]
+    typed = lake.count(table, where=(("id", ">=", CHANGELOG_KEY),))
     ok = found["rows"] == expected and found["keys"] == len(keys)
-    print(f"  a fresh read of {topic} once its last latency key landed: {found['keys']} of "
+    print(f"  a fresh read ({lake.name}) of {topic} once its last latency key landed: "
+          f"{found['keys']} of "
           f"{len(keys)} latency keys (its typed table alone: {typed}), {found['rows']:,} rows "
           f"(expected {expected:,}): {'ok' if ok else 'WRONG'}")
     return ok
 
 
-def changelog_lags(settings: StreamConfig, folder: Path, sent: Sent, *, before: int
+def changelog_lags(settings: StreamConfig, sent: Sent, *, lake: Lake, folder: str, before: int
                    ) -> tuple[dict[tuple[str, int], float], dict[tuple[str, int], float]]:
     """By (topic, key), in seconds: produce -> visible in a fresh read (the commit of the
     changelog version that appended the message's batch), and produce -> in the typed table
     (the commit of its table's first version holding the key)."""
     assert settings.changelog is not None
-    commits = batch_commits(settings.changelog)
+    commits = lake.batch_commits(settings.changelog)
     fresh: dict[tuple[str, int], float] = {}
-    for row in _rows(settings.changelog, f'SELECT _batch, topic, "partition", "offset" FROM t '
-                     f"WHERE _batch > {before}"):
+    for row in lake.rows(settings.changelog, [BATCH, "topic", "partition", "offset"],
+                         where=((BATCH, ">", before),)).to_pylist():
         sent_as = sent.where.get((row["topic"], row["partition"], row["offset"]))
         if sent_as is not None:
-            seen = commits[row["_batch"]] - sent.at[sent_as]
+            seen = commits[row[BATCH]] - sent.at[sent_as]
             fresh[sent_as] = min(fresh.get(sent_as, seen), seen)
     typed = {(name, key): seen - sent.at[(name, key)]
              for name in sorted({t for t, _ in sent.at})
-             for key, seen in _first_seen(folder / name).items() if (name, key) in sent.at}
+             for key, seen in lake.first_seen(lake.table(folder, name), CHANGELOG_KEY).items()
+             if (name, key) in sent.at}
     return fresh, typed
 
 
 def changelog_latency(spark: SparkSession, args: argparse.Namespace, work: Path, *,
-                      tables: int, topics: list[Topic], extra: int) -> bool:
+                      tables: int, topics: list[Topic], extra: int, lake: Lake) -> bool:
     """Produce -> visible with ``--changelog`` at a 1 s trigger (fresh read and typed table);
     whether the fresh read and the typed tables (live keys, `extra` latency keys of the direct
     phase and the keys of this one) are right."""
-    settings = changelog_config(tables, work, topics[0], trigger=Trigger(seconds=1),
+    settings = changelog_config(tables, work, topics[0], lake=lake, trigger=Trigger(seconds=1),
                                 parallel_tables=args.parallel_tables,
                                 apply_lag_ms=args.apply_lag_seconds * 1000)
     assert settings.changelog is not None
-    before = _rows(settings.changelog, "SELECT max(_batch) AS b FROM t")[0]["b"]
-    folder, share = work / f"changelog{tables}", args.changes // tables
+    before = pc.max(lake.rows(settings.changelog, [BATCH]).column(BATCH)).as_py()
+    folder, share = f"changelog{tables}", args.changes // tables
     live = len(plan(share)[1]) + extra + args.latency_seconds
     with watched() as clock:
         stream = ChangelogStream(spark, settings, clock)
@@ -532,34 +734,35 @@ def changelog_latency(spark: SparkSession, args: argparse.Namespace, work: Path,
                 print("  the --changelog stream was not steady within 900 s (measured anyway)")
             began = time.perf_counter()
             sent = produce_keys(topics, args.latency_seconds, CHANGELOG_KEY)
-            ok = fresh_check(spark, settings, path=folder / topics[0].name, sent=sent,
-                             expected=live)
+            ok = fresh_check(spark, settings, lake=lake, table=lake.table(folder, topics[0].name),
+                             topic=topics[0].name, sent=sent, expected=live)
             last = CHANGELOG_KEY + args.latency_seconds - 1
-            applied = stream.wait(lambda: all(_holds(folder / t.name, last) for t in topics),
-                                  600 + args.apply_lag_seconds)
+            applied = stream.wait(lambda: all(lake.holds(lake.table(folder, t.name), last)
+                                              for t in topics), 600 + args.apply_lag_seconds)
         finally:
             stream.close()
     if not applied:
         print(f"  the typed tables did not all hold the last latency key within "
               f"{600 + args.apply_lag_seconds} s")
-    fresh, typed = changelog_lags(settings, folder, sent, before=before if before is not None
-                                  else -1)
+    fresh, typed = changelog_lags(settings, sent, lake=lake, folder=folder,
+                                  before=before if before is not None else -1)
     applies = [end - start for start, end, _ in clock.applies if start >= began]
-    _report_latency(args, tables=tables, fresh=fresh, typed=typed, applies=applies)
+    _report_latency(args, tables=tables, fresh=fresh, typed=typed, applies=applies,
+                    fmt=lake.name)
     ok = len(fresh) == len(sent.at) and ok
-    return check(work, tables, share, folder=folder.name, label="typed ",
+    return check(lake, topics, share=share, folder=folder, label="typed ",
                  extra=extra + args.latency_seconds) and applied and ok
 
 
 def _report_latency(args: argparse.Namespace, *, tables: int,
                     fresh: dict[tuple[str, int], float], typed: dict[tuple[str, int], float],
-                    applies: list[float]) -> None:
+                    applies: list[float], fmt: str) -> None:
     sent = tables * args.latency_seconds
     if not fresh:
-        print(f"  with --changelog: none of the {sent} latency keys landed")
+        print(f"  with --changelog ({fmt}): none of the {sent} latency keys landed")
         return
     p50, p99 = _cuts(list(fresh.values()))
-    print(f"  with --changelog, produce -> visible in a fresh read (the changelog commit "
+    print(f"  with --changelog ({fmt}), produce -> visible in a fresh read (the changelog commit "
           f"holding it), {len(fresh)} of {sent} keys over {tables} table(s) at a 1 s trigger: "
           f"p50 {p50:.1f} s, p99 {p99:.1f} s (target p99 <= 5 s at 100 tables)")
     later = [v for (_, key), v in fresh.items() if key >= CHANGELOG_KEY + SETTLING_SECONDS]
@@ -569,13 +772,13 @@ def _report_latency(args: argparse.Namespace, *, tables: int,
               f"stream's first micro-batches over every partition, which make Spark's Kafka "
               f"consumers): {len(later)} keys, p50 {p50:.1f} s, p99 {p99:.1f} s")
     if not typed:
-        print("  with --changelog: no latency key reached a typed table")
+        print(f"  with --changelog ({fmt}): no latency key reached a typed table")
         return
     p50, p99 = _cuts(list(typed.values()))
     longest = max(applies, default=0.0)
     bound = args.apply_lag_seconds + longest
     behind = max((typed[k] - fresh[k] for k in typed if k in fresh), default=float("nan"))
-    print(f"  with --changelog, produce -> in the typed table (apply lag "
+    print(f"  with --changelog ({fmt}), produce -> in the typed table (apply lag "
           f"{args.apply_lag_seconds} s), {len(typed)} keys: p50 {p50:.1f} s, p99 {p99:.1f} s, "
           f"max {max(typed.values()):.1f} s; landed -> in the typed table max {behind:.1f} s "
           f"vs apply lag + the longest apply ({len(applies)} apply(ies) meanwhile, the longest "
@@ -583,31 +786,34 @@ def _report_latency(args: argparse.Namespace, *, tables: int,
 
 
 def measure(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables: int,
-            topics: list[Topic], rates: dict[int, float], landing: dict[int, float]) -> bool:
+            topics: list[Topic], rates: dict[int, float], landing: dict[int, float],
+            lake: Lake) -> bool:
     """Time the N-table application (then Delta's floor, its latency and the separate
     applications; with ``--changelog``, the same with a changelog: landing first, after the
     floor, its latency last); whether every table is right."""
     total = args.changes // tables * tables
-    seconds = timed(lambda: run(spark, config(tables, work, topics[0],
+    seconds = timed(lambda: run(spark, config(tables, work, topics[0], lake=lake,
                                               parallel_tables=args.parallel_tables)))
     rates[tables] = total / seconds
-    print(f"{tables:>4} table(s), one application: {total:,} changes in {seconds:.1f} s = "
+    print(f"{tables:>4} table(s), one application ({lake.name}): {total:,} changes in "
+          f"{seconds:.1f} s = "
           f"{rates[tables]:,.0f} rec/s; {rss_mb(spark)}")
     if 1 in rates and tables != 1:
         print(f"  {tables} tables vs one table: ratio {rates[tables] / rates[1]:.2f} "
               f"(target >= 0.7)")
-    ok = check(work, tables, args.changes // tables)
+    ok = check(lake, topics, share=args.changes // tables, folder=f"db{tables}")
     if not args.direct_rate_only:
         floor(spark, args, work, tables=tables, rates=rates)
     if args.changelog:  # before any latency key goes to the topics
         ok = measure_landing(spark, args, work, tables=tables, topics=topics, rates=rates,
-                             landing=landing) and ok
+                             landing=landing, lake=lake) and ok
     extra = 0  # latency keys the direct phase sent to every topic
     if not args.direct_rate_only:
-        extra = direct_extras(spark, args, work, tables=tables, topics=topics, seconds=seconds)
+        extra = direct_extras(spark, args, work, tables=tables, topics=topics, seconds=seconds,
+                              lake=lake)
     if args.changelog and args.latency_seconds:
         ok = changelog_latency(spark, args, work, tables=tables, topics=topics,
-                               extra=extra) and ok
+                               extra=extra, lake=lake) and ok
     return ok
 
 
@@ -627,13 +833,13 @@ def floor(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables: 
 
 
 def direct_extras(spark: SparkSession, args: argparse.Namespace, work: Path, *, tables: int,
-                  topics: list[Topic], seconds: float) -> int:
+                  topics: list[Topic], seconds: float, lake: Lake) -> int:
     """The direct stream's latency and the separate applications; the latency keys sent to
     every topic."""
     total = args.changes // tables * tables
     sent = 0
     if tables > 1 and args.latency_seconds:
-        lags = latency(spark, tables, work, topics, args.latency_seconds)
+        lags = latency(spark, tables, work, topics, args.latency_seconds, lake=lake)
         sent = args.latency_seconds
         cuts = statistics.quantiles(lags, n=100) if len(lags) > 1 else lags * 99
         print(f"  produce -> visible, {len(lags)} keys over {tables} tables at a 1 s trigger: "
@@ -661,26 +867,34 @@ def main() -> None:
     parser.add_argument("--direct-rate-only", action="store_true",
                         help="with --changelog: of the direct path only the N-table run (no "
                              "Delta floor, latency or separate applications)")
+    parser.add_argument("--format", choices=sorted(LAKES), default="delta",
+                        help="the tables' and the changelog's format (iceberg: with --changelog "
+                             "--direct-rate-only)")
     args = parser.parse_args()
     if args.direct_rate_only and not args.changelog:
         parser.error("--direct-rate-only goes with --changelog")
+    if args.format == "iceberg" and not args.direct_rate_only:
+        parser.error("--format iceberg goes with --changelog --direct-rate-only (Delta's floor "
+                     "and the separate applications are Delta's; bench_table_floor has "
+                     "Iceberg's)")
     if args.apply_lag_seconds < 1:
         parser.error("--apply-lag-seconds: 1 or more")
     work = Path(tempfile.mkdtemp(prefix="flatavro-bench-tables-"))
     ok, rates, landing = True, dict[int, float](), dict[int, float]()
+    lake = LAKES[args.format](work)
     with broker(work / "kafka") as bootstrap, service(work) as url:
         spark = build_session("flatavro-bench-tables", "local[2]")
         spark.sparkContext.setLogLevel("ERROR")
         try:
             warm = topics_for(2, bootstrap, url, 20_000)  # untimed: warms the JVM
-            run(spark, config(2, work, warm[0], parallel_tables=args.parallel_tables))
+            run(spark, config(2, work, warm[0], lake=lake, parallel_tables=args.parallel_tables))
             if args.changelog:
-                run(spark, changelog_config(2, work, warm[0],
+                run(spark, changelog_config(2, work, warm[0], lake=lake,
                                             parallel_tables=args.parallel_tables))
             for tables in (int(n) for n in args.tables.split(",")):
                 topics = topics_for(tables, bootstrap, url, args.changes)
                 ok = measure(spark, args, work, tables=tables, topics=topics,
-                             rates=rates, landing=landing) and ok
+                             rates=rates, landing=landing, lake=lake) and ok
         finally:
             spark.stop()
     shutil.rmtree(work, ignore_errors=True)
