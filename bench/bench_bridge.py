@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import multiprocessing
 import os
 import random
@@ -50,7 +51,7 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.bench_row_codec import rows
+from bench.bench_row_codec import DDL, rows
 from bench.figures import spread
 from bench.kafka_broker import broker
 from service.bridge.conversion import Conversion, ConversionStep
@@ -116,6 +117,83 @@ def canal(kind: str, row_id: int, ts: int) -> bytes:
         "mysqlType": MYSQL_TYPES, "data": [row],
         "old": [canal_row(row_id, False)] if kind == "UPDATE" else None,
         "_tidb": {"commitTs": ts}})
+
+
+# The same table as TiCDC's Debezium encoder writes it (tidb_type on, old values on): each
+# column's field schema, and its CREATE TABLE event (tableChanges: DECIMAL scale, DATETIME fsp).
+_DBZ_TYPES = {  # column -> (Debezium type, name, tidb_type, typeName, length, scale)
+    "id": ("int64", None, "bigint", "BIGINT", None, None),
+    "customer_id": ("int64", None, "bigint", "BIGINT", None, None),
+    "sku": ("string", None, "varchar", "VARCHAR", 64, None),
+    "qty": ("int32", None, "int", "INT", None, None),
+    "price": ("double", None, "decimal", "DECIMAL", 12, 2.0),
+    "tax": ("double", None, "decimal", "DECIMAL", 10, 4.0),
+    "created": ("int64", "io.debezium.time.Timestamp", "datetime", "DATETIME", 3, None),
+    "state": ("string", "io.debezium.data.Enum", "enum", "ENUM", 1, None),
+    "note": ("string", None, "text", "TEXT", None, None),
+    "flags": ("int16", None, "tinyint unsigned", "TINYINT UNSIGNED", None, None),
+    "weight": ("double", None, "double", "DOUBLE", None, None),
+    "ratio": ("float", None, "float", "FLOAT", None, None),
+    "region": ("string", None, "char", "CHAR", 2, None),
+    "code": ("string", None, "varchar", "VARCHAR", 16, None),
+    "a1": ("int32", None, "int", "INT", None, None),
+    "a2": ("int32", None, "int", "INT", None, None),
+    "a3": ("int64", None, "bigint", "BIGINT", None, None),
+    "a4": ("int16", None, "smallint", "SMALLINT", None, None),
+    "b1": ("string", None, "varchar", "VARCHAR", 32, None),
+    "b2": ("string", None, "varchar", "VARCHAR", 32, None)}
+_NOT_NULL = {"id", "customer_id", "sku", "qty", "price"}
+_DBZ_FIELDS = [{"tidb_type": tidb, "type": kind, "optional": name not in _NOT_NULL, "field": name,
+                **({"name": named, "version": 1} if named else {}),
+                **({"parameters": {"allowed": "new,paid,sent"}} if tidb == "enum" else {})}
+               for name, (kind, named, tidb, _, _, _) in _DBZ_TYPES.items()]
+_DBZ_SCHEMA = {"type": "struct", "optional": False, "name": "default.bench.orders.Envelope",
+               "version": 1, "fields": [
+                   {"type": "struct", "optional": True, "name": "default.bench.orders.Value",
+                    "field": image, "fields": _DBZ_FIELDS} for image in ("before", "after")]}
+_DBZ_KEY_SCHEMA = {"type": "struct", "name": "default.bench.orders.Key", "optional": False,
+                   "fields": _DBZ_FIELDS[:1]}
+_DBZ_OPS = {"INSERT": "c", "UPDATE": "u", "DELETE": "d"}
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _dbz_source(ts: int) -> dict[str, Any]:
+    return {"version": "2.4.0.Final", "connector": "TiCDC", "name": "default",
+            "ts_ms": ts >> 18, "snapshot": "false", "db": "bench", "table": "orders",
+            "server_id": 0, "gtid": None, "file": "", "pos": 0, "row": 0, "thread": 0,
+            "query": None, "commit_ts": ts, "cluster_id": "default"}
+
+
+def debezium_ddl(ts: int) -> tuple[bytes, bytes]:
+    """The table's CREATE TABLE event (key, value) as TiCDC's Debezium encoder writes it."""
+    columns = [{"name": name, "typeName": type_name, "length": length, "scale": scale,
+                "optional": name not in _NOT_NULL, "position": at + 1,
+                "enumValues": ["'new'", "'paid'", "'sent'"] if type_name == "ENUM" else None}
+               for at, (name, (_, _, _, type_name, length, scale)) in enumerate(_DBZ_TYPES.items())]
+    value = {"payload": {"source": _dbz_source(ts), "ts_ms": (ts >> 18) + 3,
+                         "databaseName": "bench", "schemaName": None, "ddl": DDL,
+                         "tableChanges": [{"type": "CREATE", "id": '"bench"."orders"', "table": {
+                             "primaryKeyColumnNames": ["id"], "columns": columns}}]}}
+    return orjson.dumps({"payload": {"databaseName": "bench"}}), orjson.dumps(value)
+
+
+def _dbz_row(row_id: int, updated: bool) -> dict[str, Any]:
+    row = BASE_ROWS[row_id % len(BASE_ROWS)] | {"id": row_id} | (UPDATED if updated else {})
+    created = datetime.datetime.fromisoformat(str(row["created"]))
+    return row | {"price": float(str(row["price"])), "tax": float(str(row["tax"])),
+                  "created": (created - _EPOCH) // datetime.timedelta(milliseconds=1)}
+
+
+def debezium(kind: str, row_id: int, ts: int) -> tuple[bytes, bytes]:
+    """One Debezium message (key, value) of the row change `canal` writes."""
+    value = {"payload": {"source": _dbz_source(ts), "ts_ms": (ts >> 18) + 3,
+                         "transaction": None, "op": _DBZ_OPS[kind],
+                         "before": _dbz_row(row_id, False) if kind != "INSERT" else None,
+                         "after": _dbz_row(row_id, kind == "UPDATE") if kind != "DELETE"
+                         else None},
+             "schema": _DBZ_SCHEMA}
+    key = {"payload": {"id": row_id}, "schema": _DBZ_KEY_SCHEMA}
+    return orjson.dumps(key), orjson.dumps(value)
 
 
 def create_topic(bootstrap: str, topic: str) -> None:
@@ -289,15 +367,22 @@ def run_bridges(bootstrap: str, source: str, run: str, messages: int, copies: in
     return timing
 
 
-def convert_alone(changes: list[tuple[str, int]], registry: Path) -> float:
+def convert_alone(changes: list[tuple[str, int]], registry: Path,
+                  protocol: Protocol = Protocol.CANAL_JSON) -> float:
     """msg/s of the bridge's conversion step alone, no Kafka: the same
     messages as records of their partitions, BATCH at a time, through `ConversionStep` with
     the bridge's options and a fresh embedded registry (its schemas registered by an untimed
-    first batch)."""
-    records = [SourceRecord("canal", row_id % PARTITIONS, n, None,
-                            canal(kind, row_id, FIRST_TS + n))
-               for n, (kind, row_id) in enumerate(changes)]
-    options = BridgeOptions(protocol=Protocol.CANAL_JSON, source_topic="canal",
+    first batch). Debezium: the same changes as TiCDC's Debezium encoder writes them, after
+    the table's CREATE TABLE event (in the untimed first batch)."""
+    def record(n: int, kind: str, row_id: int) -> SourceRecord:
+        key, value = (debezium(kind, row_id, FIRST_TS + n) if protocol is Protocol.DEBEZIUM
+                      else (None, canal(kind, row_id, FIRST_TS + n)))
+        return SourceRecord("canal", row_id % PARTITIONS, n, key, value)
+
+    records = [record(n, kind, row_id) for n, (kind, row_id) in enumerate(changes)]
+    if protocol is Protocol.DEBEZIUM:
+        records.insert(0, SourceRecord("canal", 0, -1, *debezium_ddl(FIRST_TS - 1)))
+    options = BridgeOptions(protocol=protocol, source_topic="canal",
                             bootstrap_servers="", group_id="", instance_id="",
                             topic_rule="alone_{schema}_{table}", register=True)
     runtime = Runtime.start(RuntimeSettings(registry_db_path=str(registry)))
@@ -317,12 +402,26 @@ def convert_alone(changes: list[tuple[str, int]], registry: Path) -> float:
     return asyncio.run(convert_all())
 
 
-def convert_apart(changes: list[tuple[str, int]], registry: Path) -> float:
+def convert_apart(changes: list[tuple[str, int]], registry: Path,
+                  protocol: Protocol = Protocol.CANAL_JSON) -> float:
     """`convert_alone` in a child process, as a bridge converts: this one holds every message
     of the benchmark, which slows Python's garbage collector (24-27k msg/s here, 28-29k in a
     process of its own)."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(convert_alone, (changes, registry))
+        return pool.apply(convert_alone, (changes, registry, protocol))
+
+
+def compare_protocols(changes: list[tuple[str, int]], work: Path, rounds: int) -> None:
+    """The conversion step on the same changes written in Debezium and in Canal-JSON, each in
+    a child process, `rounds` times in turn: the Debezium rate over the Canal-JSON one."""
+    ratios = []
+    for turn in range(rounds):
+        canal_rate = convert_apart(changes, work / f"c{turn}.sqlite", Protocol.CANAL_JSON)
+        dbz_rate = convert_apart(changes, work / f"d{turn}.sqlite", Protocol.DEBEZIUM)
+        ratios.append(dbz_rate / canal_rate)
+        print(f"conversion alone, same rows: Canal-JSON {canal_rate:,.0f} msg/s, Debezium "
+              f"{dbz_rate:,.0f} msg/s = {dbz_rate / canal_rate:.2f}")
+    print(f"Debezium vs Canal-JSON conversion, median (range) of {rounds}: {spread(ratios)}")
 
 
 # -- results -------------------------------------------------------------------------------
@@ -423,8 +522,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--conversion-only", action="store_true",
+                        help="only the conversion step, Debezium vs Canal-JSON (no Kafka)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="flatavro-bench-bridge-"))
+    if args.conversion_only:
+        try:
+            compare_protocols(plan(args.messages), work, args.rounds)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         with broker(work / "kafka") as bootstrap:
             ok = measure(bootstrap, work, args.messages, args.rounds)

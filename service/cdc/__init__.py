@@ -1,1 +1,1 @@
-"""TiCDC's other protocols (Canal-JSON, Open Protocol, Simple) decoded into `ChangeEvent`s."""
+"""TiCDC's other protocols (Canal-JSON, Open Protocol, Simple, Debezium) as `ChangeEvent`s."""

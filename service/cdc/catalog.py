@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from service.cdc import canal_json, open_protocol, simple
+from service.cdc import canal_json, debezium, open_protocol, simple
 from service.cdc.interface import ProtocolDecoder
 from service.cdc.protocols import Protocol
 
@@ -16,6 +16,7 @@ DECODERS: dict[Protocol, Callable[..., ProtocolDecoder]] = {
     Protocol.CANAL_JSON: canal_json.Decoder,
     Protocol.OPEN_PROTOCOL: open_protocol.Decoder,
     Protocol.SIMPLE: simple.Decoder,
+    Protocol.DEBEZIUM: debezium.Decoder,
 }
 
 

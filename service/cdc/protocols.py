@@ -14,3 +14,4 @@ class Protocol(enum.Enum):
     CANAL_JSON = "canal-json"
     OPEN_PROTOCOL = "open-protocol"
     SIMPLE = "simple"
+    DEBEZIUM = "debezium"

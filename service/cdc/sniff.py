@@ -16,7 +16,7 @@ __all__ = ["likely_protocol", "with_protocol_hint"]
 
 _OPEN_PROTOCOL_KEY = (1).to_bytes(8, "big")  # a batch key starts with protocol version 1
 _TITLES = {Protocol.CANAL_JSON: "Canal-JSON", Protocol.OPEN_PROTOCOL: "Open Protocol",
-           Protocol.SIMPLE: "Simple"}
+           Protocol.SIMPLE: "Simple", Protocol.DEBEZIUM: "Debezium"}
 
 
 def likely_protocol(message: SourceMessage) -> Protocol | None:
@@ -24,7 +24,8 @@ def likely_protocol(message: SourceMessage) -> Protocol | None:
 
     Canal-JSON: a JSON object with ``isDdl`` and ``pkNames``/``mysqlType``; Simple: a JSON
     object with ``version``, ``type`` and ``commitTs`` (or a Simple-Avro datum); Open Protocol:
-    a key starting with the 8-byte big-endian version 1.
+    a key starting with the 8-byte big-endian version 1; Debezium: a JSON object whose
+    ``payload`` holds a ``source`` object and ``op`` or ``ddl``.
     """
     if message.key is not None and message.key.startswith(_OPEN_PROTOCOL_KEY):
         return Protocol.OPEN_PROTOCOL
@@ -35,6 +36,10 @@ def likely_protocol(message: SourceMessage) -> Protocol | None:
         return Protocol.CANAL_JSON
     if {"version", "type", "commitTs"} <= document.keys():
         return Protocol.SIMPLE
+    payload = document.get("payload")
+    if isinstance(payload, dict) and isinstance(payload.get("source"), dict) and (
+            "op" in payload or "ddl" in payload):
+        return Protocol.DEBEZIUM
     return None
 
 

@@ -1,4 +1,5 @@
-"""`TableTracker`: tables as the DDL events of a Canal-JSON or Open Protocol topic define them.
+"""`TableTracker`: tables as the DDL events of a Canal-JSON, Open Protocol or Debezium topic
+define them.
 
 TiCDC writes a table's ``CREATE TABLE`` and every later ``ALTER`` into the topic, in order with
 the rows. A converter that follows them (`service.core.alter.apply_ddl`) knows each row's exact

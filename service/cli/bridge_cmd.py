@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 DESCRIPTION = """\
-Read a TiCDC topic (Canal-JSON, Open Protocol or Simple) in a consumer group and write the
+Read a TiCDC topic (Canal-JSON, Open Protocol, Simple or Debezium) in a consumer group and write the
 flat-avro topics an `avro` changefeed would have written, exactly once: each poll batch is
 converted, produced and its source offsets committed in one Kafka transaction (Kafka >= 2.5;
 read the targets with isolation.level=read_committed). Run more copies with the same

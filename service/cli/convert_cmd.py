@@ -35,7 +35,7 @@ EXIT_PENDING = 3
 def register(commands: argparse._SubParsersAction[Any]) -> None:
     """Add the ``convert`` command to the top-level parser."""
     cmd = commands.add_parser(
-        "convert", help="convert TiCDC Canal-JSON / Open Protocol / Simple messages",
+        "convert", help="convert TiCDC Canal-JSON / Open Protocol / Simple / Debezium messages",
         description="Convert TiCDC messages (NDJSON lines {\"key\", \"value\"}) into "
                     "flat-avro Kafka messages (NDJSON on stdout), against a schema registry.")
     cmd.add_argument("file", metavar="FILE", help="NDJSON input ('-' for stdin)")

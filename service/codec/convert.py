@@ -1,4 +1,4 @@
-"""Batch convert: TiCDC Canal-JSON / Open Protocol / Simple messages -> flat-avro messages.
+"""Batch convert: TiCDC Canal-JSON / Open Protocol / Simple / Debezium messages -> flat-avro.
 
 Each message is decoded into protocol-neutral `ChangeEvent`s; row changes are encoded as an
 ``avro`` changefeed would have written them (docs/flat-avro.md §6) under the topic the rule gives,
@@ -63,7 +63,7 @@ class Registrar(typing.Protocol):
         ...
 
 
-_FOLLOWS_DDL = frozenset({Protocol.CANAL_JSON, Protocol.OPEN_PROTOCOL})
+_FOLLOWS_DDL = frozenset({Protocol.CANAL_JSON, Protocol.OPEN_PROTOCOL, Protocol.DEBEZIUM})
 """Protocols whose topics carry DDL statements that the converter follows (`TableTracker`);
 the Simple protocol carries whole table schemas instead."""
 

@@ -37,11 +37,19 @@ from service.core.table import Table
 from service.usecases.runtime import Runtime
 from service.usecases.settings import RuntimeSettings
 from tests.bridge.test_bridge import by_key, create_topic, read_committed
-from tests.cdc.builders import Change, canal_messages, open_protocol_message, simple_messages
+from tests.cdc.builders import (
+    Change,
+    canal_messages,
+    debezium_ddl,
+    debezium_messages,
+    open_protocol_message,
+    simple_messages,
+)
 from tests.support.parts import ROOT, Broker
 
-ITEMS = table_from_ddl("CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20))")
-USERS = table_from_ddl("CREATE TABLE shop.users (uid BIGINT PRIMARY KEY, email VARCHAR(64))")
+DDL = {"items": "CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20))",
+       "users": "CREATE TABLE shop.users (uid BIGINT PRIMARY KEY, email VARCHAR(64))"}
+ITEMS, USERS = table_from_ddl(DDL["items"]), table_from_ddl(DDL["users"])
 RULE = "tidb_{schema}_{table}"
 Raw = tuple[bytes | None, bytes | None]
 
@@ -67,6 +75,10 @@ def encoded(protocol: Protocol, table: Table, changes: list[Change]) -> list[Raw
         return [(None, m.encode()) for m in canal_messages(table, changes)]
     if protocol is Protocol.SIMPLE:
         return [(None, m.encode()) for m in simple_messages(table, changes)]
+    if protocol is Protocol.DEBEZIUM:  # the table's CREATE TABLE event first, in every partition
+        return [(k.encode(), v.encode()) for k, v in [
+            debezium_ddl(table, DDL[table.table], changes[0][3] - 1),
+            *debezium_messages(table, changes)]]
     key, value = open_protocol_message(table, changes)
     return [(base64.b64decode(key), base64.b64decode(value))]
 

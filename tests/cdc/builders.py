@@ -194,3 +194,152 @@ def simple_messages(table: Table, changes: list[Change], version: int = 1) -> li
             message["old"] = row(before)
         messages.append(message)
     return [orjson.dumps(m).decode() for m in messages]
+
+
+# ---- Debezium -----------------------------------------------------------------------------
+
+_DBZ_NAMED = {
+    MySQLType.DATE: ("int32", "io.debezium.time.Date"),
+    MySQLType.TIMESTAMP: ("string", "io.debezium.time.ZonedTimestamp"),
+    MySQLType.TIME: ("int64", "io.debezium.time.MicroTime"),
+    MySQLType.JSON: ("string", "io.debezium.data.Json"),
+    MySQLType.YEAR: ("int32", "io.debezium.time.Year"),
+    MySQLType.VECTOR: ("string", "io.debezium.data.TiDBVectorFloat32"),
+}
+_DBZ_INTEGERS = {  # (signed, unsigned)
+    MySQLType.TINYINT: ("int16", "int16"), MySQLType.SMALLINT: ("int16", "int32"),
+    MySQLType.MEDIUMINT: ("int32", "int32"), MySQLType.INT: ("int32", "int64"),
+    MySQLType.BIGINT: ("int64", "int64"),
+}
+
+
+def _dbz_field(column: Any) -> dict[str, Any]:
+    """A column's field schema as TiCDC's Debezium encoder writes it (with tidb_type)."""
+    t: ColumnType = column.type
+    tidb_type = t.base.value + (" unsigned" if t.unsigned and t.family is TypeFamily.INTEGER
+                                else "")
+    out: dict[str, Any] = {"tidb_type": tidb_type}
+    if t.base is MySQLType.BIT:
+        out |= ({"type": "boolean"} if t.length == 1 else {
+            "type": "bytes", "name": "io.debezium.data.Bits", "version": 1,
+            "parameters": {"length": str(t.length)}})
+    elif t.family in (TypeFamily.ENUM, TypeFamily.SET):
+        out |= {"type": "string", "name": "io.debezium.data."
+                + ("Enum" if t.family is TypeFamily.ENUM else "EnumSet"), "version": 1,
+                "parameters": {"allowed": ",".join(
+                    m.replace(",", "\\,") if t.family is TypeFamily.ENUM else m
+                    for m in t.elements)}}
+    elif t.base is MySQLType.DATETIME:
+        out |= {"type": "int64", "name": "io.debezium.time." + (
+            "Timestamp" if (t.decimal or 0) <= 3 else "MicroTimestamp"), "version": 1}
+    elif t.base in _DBZ_NAMED:
+        kind, name = _DBZ_NAMED[t.base]
+        out |= {"type": kind, "name": name, "version": 1}
+    elif t.family is TypeFamily.INTEGER:
+        out["type"] = _DBZ_INTEGERS[t.base][t.unsigned]
+    elif t.family in (TypeFamily.DOUBLE, TypeFamily.DECIMAL):
+        out["type"] = "double"
+    elif t.family is TypeFamily.FLOAT:
+        out["type"] = "float"
+    else:
+        out["type"] = "string"
+    return out | {"optional": column.nullable, "field": column.name}
+
+
+def _dbz_value(value: Any, t: ColumnType) -> Any:
+    """A plain value as TiCDC's Debezium encoder writes it (the changefeed in UTC)."""
+    import datetime
+
+    if value is None:
+        return None
+    family = t.family
+    if family is TypeFamily.INTEGER:
+        return value - (1 << 64) if value >= 1 << 63 else value
+    if family in (TypeFamily.FLOAT, TypeFamily.DOUBLE, TypeFamily.DECIMAL):
+        return float(value)
+    if family is TypeFamily.BIT:
+        number = int.from_bytes(base64.b64decode(value), "big")
+        if t.length == 1:
+            return number != 0
+        return base64.b64encode(number.to_bytes(((t.length or 1) + 7) // 8, "little")).decode()
+    if t.base is MySQLType.DATE:
+        return (datetime.date.fromisoformat(value) - datetime.date(1970, 1, 1)).days
+    if t.base is MySQLType.DATETIME:
+        moment = datetime.datetime.fromisoformat(value) - datetime.datetime(1970, 1, 1)
+        micros = moment // datetime.timedelta(microseconds=1)
+        return micros if (t.decimal or 0) > 3 else micros // 1000
+    if t.base is MySQLType.TIMESTAMP:
+        return value.replace(" ", "T") + "Z"
+    if t.base is MySQLType.TIME:
+        sign = -1 if value.startswith("-") else 1
+        hours, minutes, seconds = value.lstrip("-").split(":")
+        whole, _, fraction = seconds.partition(".")
+        micros = ((int(hours) * 60 + int(minutes)) * 60 + int(whole)) * 1_000_000
+        return sign * (micros + int((fraction + "000000")[:6]))
+    return value
+
+
+def debezium_ddl(table: Table, query: str, ts: int) -> tuple[str, str]:
+    """The CREATE TABLE event of `table` (key, value) as TiCDC's Debezium encoder writes it."""
+    def column(position: int, c: Any) -> dict[str, Any]:
+        t: ColumnType = c.type
+        temporal = t.base in (MySQLType.DATETIME, MySQLType.TIMESTAMP, MySQLType.TIME)
+        return {"name": c.name, "jdbcType": 0, "nativeType": None, "comment": None,
+                "defaultValueExpression": None,
+                "enumValues": [f"'{m}'" for m in t.elements] or None,
+                "typeName": t.base.value.upper() + (" UNSIGNED" if t.unsigned else ""),
+                "typeExpression": t.base.value.upper(), "charsetName": None,
+                "length": (t.decimal or 0) if temporal else t.length,
+                "scale": float(t.decimal) if t.family is TypeFamily.DECIMAL else None,
+                "position": position + 1, "optional": c.nullable, "autoIncremented": False,
+                "generated": False}
+
+    source = _dbz_source(table, ts)
+    value = {"payload": {
+        "source": source, "ts_ms": 1700000000000, "databaseName": table.schema,
+        "schemaName": None, "ddl": query, "tableChanges": [{
+            "type": "CREATE", "id": f'"{table.schema}"."{table.table}"',
+            "table": {"defaultCharsetName": "utf8mb4",
+                      "primaryKeyColumnNames": [c.name for c in table.key_columns()],
+                      "columns": [column(i, c) for i, c in enumerate(table.columns)],
+                      "comment": None}}]}}
+    key = {"payload": {"databaseName": table.schema}}
+    return orjson.dumps(key).decode(), orjson.dumps(value).decode()
+
+
+def _dbz_source(table: Table, ts: int) -> dict[str, Any]:
+    return {"version": "2.4.0.Final", "connector": "TiCDC", "name": "default",
+            "ts_ms": ts >> 18, "snapshot": "false", "db": table.schema, "table": table.table,
+            "server_id": 0, "gtid": None, "file": "", "pos": 0, "row": 0, "thread": 0,
+            "query": None, "commit_ts": ts, "cluster_id": "default"}
+
+
+_DBZ_OPS = {"insert": "c", "update": "u", "delete": "d"}
+
+
+def debezium_messages(table: Table, changes: list[Change]) -> list[tuple[str, str]]:
+    """One Debezium message (key, value) per change, with the schema blocks, tidb_type and
+    old values (``debezium-output-old-value``), as TiCDC writes them."""
+    fields = [_dbz_field(c) for c in table.columns]
+    key_columns = table.key_columns()
+
+    def image(values: dict[str, Any] | None) -> dict[str, Any] | None:
+        if values is None:
+            return None
+        return {c.name: _dbz_value(values.get(c.name), c.type) for c in table.columns}
+
+    out = []
+    for op, after, before, ts in changes:
+        keyed = before if op == "delete" else after
+        assert keyed is not None
+        key = {"payload": {c.name: _dbz_value(keyed.get(c.name), c.type) for c in key_columns},
+               "schema": {"type": "struct", "name": f"default.{table.schema}.{table.table}.Key",
+                          "optional": False, "fields": [_dbz_field(c) for c in key_columns]}}
+        value = {"payload": {"source": _dbz_source(table, ts), "ts_ms": 1700000000000,
+                             "transaction": None, "op": _DBZ_OPS[op],
+                             "before": image(before), "after": image(after)},
+                 "schema": {"type": "struct", "optional": False, "version": 1, "fields": [
+                     {"type": "struct", "optional": True, "field": "before", "fields": fields},
+                     {"type": "struct", "optional": True, "field": "after", "fields": fields}]}}
+        out.append((orjson.dumps(key).decode(), orjson.dumps(value).decode()))
+    return out

@@ -30,6 +30,8 @@ UPDATE = os.environ.get("FLATAVRO_UPDATE_GOLDEN") == "1"
 def _messages(protocol: Protocol, case: dict[str, Any]) -> list[tuple[str | None, str | None]]:
     if protocol is Protocol.OPEN_PROTOCOL:
         return [frame_open_protocol(m["keys"], m["values"]) for m in case["messages"]]
+    if protocol is Protocol.DEBEZIUM:  # the key and the value, each as TiCDC wrote it
+        return [(m["key"], m["value"]) for m in case["messages"]]
     return [(None, orjson.dumps(m).decode()) for m in case["messages"]]
 
 

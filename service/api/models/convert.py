@@ -134,6 +134,37 @@ _SIMPLE = [{"version": 1, "type": "BOOTSTRAP", "commitTs": 0, "buildTs": 1708924
             "type": "INSERT", "commitTs": 447984084414103554, "buildTs": 1708923662983,
             "schemaVersion": 447984074911121426, "data": {"id": "1", "name": "John Doe"}}]
 
+_DEBEZIUM_SOURCE = {"version": "2.4.0.Final", "connector": "TiCDC", "name": "default",
+                    "ts_ms": 1701326309000, "snapshot": "false", "db": "test", "table": "t",
+                    "server_id": 0, "gtid": None, "file": "", "pos": 0, "row": 0,
+                    "thread": 0, "query": None, "commit_ts": 446266911690375169,
+                    "cluster_id": "default"}
+_DEBEZIUM_FIELDS = [{"tidb_type": "int", "type": "int32", "optional": False, "field": "id"},
+                    {"tidb_type": "varchar", "type": "string", "optional": True,
+                     "field": "name"}]
+_DEBEZIUM = [
+    ({"payload": {"databaseName": "test"}},
+     {"payload": {"source": {**_DEBEZIUM_SOURCE, "commit_ts": 446266911690375168},
+                  "ts_ms": 1701326309100, "databaseName": "test", "schemaName": None,
+                  "ddl": "CREATE TABLE test.t (id INT PRIMARY KEY, name VARCHAR(20))",
+                  "tableChanges": [{"type": "CREATE", "id": "\"test\".\"t\"", "table": {
+                      "defaultCharsetName": "utf8mb4", "primaryKeyColumnNames": ["id"],
+                      "columns": [{"name": "id", "typeName": "INT", "length": None,
+                                   "scale": None, "optional": False, "position": 1},
+                                  {"name": "name", "typeName": "VARCHAR", "length": 20,
+                                   "scale": None, "optional": True, "position": 2}]}}]}}),
+    ({"payload": {"id": 1}, "schema": {"type": "struct", "name": "default.test.t.Key",
+                                       "optional": False, "fields": _DEBEZIUM_FIELDS[:1]}},
+     {"payload": {"source": _DEBEZIUM_SOURCE, "ts_ms": 1701326309200, "transaction": None,
+                  "op": "c", "before": None, "after": {"id": 1, "name": "Alice"}},
+      "schema": {"type": "struct", "optional": False, "name": "default.test.t.Envelope",
+                 "version": 1, "fields": [
+                     {"type": "struct", "optional": True, "name": "default.test.t.Value",
+                      "field": "before", "fields": _DEBEZIUM_FIELDS},
+                     {"type": "struct", "optional": True, "name": "default.test.t.Value",
+                      "field": "after", "fields": _DEBEZIUM_FIELDS}]}}),
+]
+
 CONVERT_EXAMPLES: dict[str, dict[str, Any]] = {
     "canal-json": {"summary": "Canal-JSON: an INSERT (register the table on first use)",
                    "value": {"messages": [{"value": orjson.dumps(_CANAL).decode()}],
@@ -143,4 +174,9 @@ CONVERT_EXAMPLES: dict[str, dict[str, Any]] = {
     "simple": {"summary": "Simple protocol: BOOTSTRAP then INSERT",
                "value": {"messages": [{"value": orjson.dumps(m).decode()} for m in _SIMPLE],
                          "encoding": "utf-8", "register": True}},
+    "debezium": {"summary": "Debezium: the CREATE TABLE event, then an INSERT (key and value)",
+                 "value": {"messages": [{"key": orjson.dumps(k).decode(),
+                                         "value": orjson.dumps(v).decode()}
+                                        for k, v in _DEBEZIUM],
+                           "encoding": "utf-8", "register": True}},
 }

@@ -46,7 +46,7 @@ async def conversion(
 
 
 @router.post("/v1/convert/{protocol}", operation_id="convertMessages", tags=["codec"],
-             summary="Convert TiCDC Canal-JSON / Open Protocol / Simple messages to flat-avro",
+             summary="Convert TiCDC Canal-JSON / Open Protocol / Simple / Debezium messages",
              description=(
                  "TiCDC messages in (consumption order), the flat-avro Kafka messages an "
                  "`avro` changefeed would have written out: INSERT/UPDATE key + value, "
@@ -54,7 +54,7 @@ async def conversion(
                  "topic the rule gives. The topic's registered schemas win; with "
                  "`register: true` (an API key when keys are configured) a missing table is "
                  "registered from the message's definition (Simple: exact; Canal-JSON/Open "
-                 "Protocol: derived, refused when a needed fact such as DECIMAL precision "
+                 "Protocol/Debezium: derived, refused when a needed fact such as DECIMAL precision "
                  "is missing). DDL, watermark/resolved and BOOTSTRAP events are listed in "
                  "`skipped`; Simple DML whose schema version is unknown in `pending`. A "
                  "batch converts whole or not at all: 422 lists every message that cannot "
