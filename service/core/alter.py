@@ -25,6 +25,7 @@ from sqlglot.tokens import TokenType
 
 from service.core.alter_table import ActionError, TableDraft
 from service.core.ddl import table_from_ddl
+from service.core.ddl_tokens import scan_create
 from service.core.errors import InvalidInputError
 from service.core.table import Table
 
@@ -94,7 +95,8 @@ def apply_ddl(current: Table | None, statement: str, *, schema: str,
     if renamed:
         return _rename_statement(current, renamed.group(1), schema=schema, statement=applied)
     try:
-        parsed = sqlglot.parse_one(statement, read="mysql")
+        # TiDB-only syntax (CLUSTERED, UNSIGNED on FLOAT, ...) blanked, positions kept
+        parsed = sqlglot.parse_one(scan_create(statement).text, read="mysql")
     except sqlglot.errors.ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         at = f" at line {first['line']}, column {first['col']}" if "line" in first else ""

@@ -102,6 +102,20 @@ def test_create_drop_and_renames() -> None:
         assert moved.table.columns == created.table.columns  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("statement", [
+    # TiDB's own syntax, as TiCDC carries it in DDL events (tiflow v9.0.0-beta.2.pre vectors)
+    "CREATE TABLE fa.t_cpk (a INT, b VARCHAR(8), v INT, PRIMARY KEY (a, b) NONCLUSTERED)",
+    "CREATE TABLE fa.t_cpk (a INT, b VARCHAR(8), v INT, PRIMARY KEY (a, b) CLUSTERED)",
+    "CREATE TABLE fa.t_num (id INT PRIMARY KEY, d_u DECIMAL(10,4) UNSIGNED, f FLOAT, "
+    "f7_3 FLOAT(7,3), f_u FLOAT UNSIGNED, db DOUBLE, db10_2 DOUBLE(10,2), rl REAL)",
+])
+def test_a_create_table_with_tidb_syntax_is_followed_as_its_ddl_registers(statement: str
+                                                                         ) -> None:
+    created = apply_ddl(None, statement, schema="fa")
+    assert created.change is DDLChange.CREATED
+    assert created.table == table_from_ddl(statement)
+
+
 @pytest.mark.parametrize(("statement", "why"), [
     ("ALTER TABLE items DROP COLUMN id", "column `id` is part of the PRIMARY KEY"),
     ("ALTER TABLE items ADD COLUMN name INT", "column `name` already exists"),
