@@ -101,6 +101,7 @@ def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextMan
         keys = ApiKeys((k.get_secret_value() for k in settings.api_keys),
                        protect_reads=settings.protect_reads)
         app.state.runtime, app.state.metrics, app.state.keys = runtime, metrics, keys
+        app.state.claim_checks = frozenset(settings.claim_check_storage_uris)
         offload_to_threads(settings.workers == 1)  # see service/codec/offload.py
         if runtime.embedded is not None:
             app.state.registry_app = RegistryGuard(

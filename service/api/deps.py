@@ -53,7 +53,15 @@ async def get_keys(request: Request) -> ApiKeys:
     return _keys_of(request)
 
 
+async def get_claim_checks(request: Request) -> frozenset[str]:
+    """The claim-check storages a convert request may name
+    (``FLATAVRO_CLAIM_CHECK_STORAGE_URIS``)."""
+    claim_checks: frozenset[str] = getattr(request.app.state, "claim_checks", frozenset())
+    return claim_checks
+
+
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+ClaimChecksDep = Annotated[frozenset[str], Depends(get_claim_checks)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 _KeysDep = Annotated[ApiKeys, Depends(get_keys)]
 _Bearer = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]

@@ -37,8 +37,12 @@ class Settings(RuntimeSettings):
     retry_after_seconds: int = Field(default=5, ge=1,
                                      description="Retry-After when the registry is down")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    claim_check_storage_uris: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Claim-check storages (file:///DIR, comma-separated) that a convert "
+                    "request may name in `claim_check_storage_uri`; any other is refused")
 
-    @field_validator("api_keys", mode="before")
+    @field_validator("api_keys", "claim_check_storage_uris", mode="before")
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -148,7 +148,8 @@ class ConversionStep:
         try:
             return await self.converter.attempt(options.protocol, ConvertInput(
                 [(r.key, r.value) for r in records], "raw", options.topic_rule,
-                options.register, options.schema_options, options.key_columns))
+                options.register, options.schema_options, options.key_columns,
+                large_messages=options.large_messages))
         except _REFUSALS:
             raise
         except ServiceError as exc:

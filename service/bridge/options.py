@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from service.cdc.catalog import Protocol
+from service.cdc.large_message import LargeMessages
 from service.core.options import SchemaOptions
 
 __all__ = ["BridgeOptions"]
@@ -24,6 +25,7 @@ class BridgeOptions:
     register: bool = False
     schema_options: SchemaOptions = field(default_factory=SchemaOptions)
     key_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    large_messages: LargeMessages = field(default_factory=LargeMessages)
     dead_letter_topic: str | None = None
     create_topics: bool = False
     pending_timeout: float = 300.0

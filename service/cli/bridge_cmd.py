@@ -16,8 +16,10 @@ from service.bridge.watchdog import Watchdog
 from service.cdc.protocols import Protocol
 from service.cli.convert_cmd import (
     add_key_columns_option,
+    add_large_message_options,
     add_registry_options,
     key_columns,
+    large_messages,
     registry_settings,
 )
 from service.cli.schema_cmd import add_schema_options, schema_options
@@ -89,6 +91,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     cmd.add_argument("--register", action="store_true",
                      help="register schemas of tables the registry does not have yet")
     add_key_columns_option(cmd)
+    add_large_message_options(cmd)
     cmd.add_argument("--create-topics", action="store_true", help="create missing target "
                      "topics with the source's partition count (else a missing one stops)")
     cmd.add_argument("--dead-letter-topic", metavar="DLT", help="where unconvertible messages "
@@ -127,7 +130,7 @@ async def _run(settings: RuntimeSettings, args: argparse.Namespace, *,
         group_id=args.group_id or f"flatavro-bridge.{args.source_topic}",
         instance_id=args.instance_id or socket.gethostname(), topic_rule=args.topic,
         register=args.register, schema_options=schema_options(args),
-        key_columns=key_columns(args),
+        key_columns=key_columns(args), large_messages=large_messages(args),
         dead_letter_topic=args.dead_letter_topic, create_topics=args.create_topics,
         pending_timeout=args.pending_timeout, exit_when_idle=args.exit_when_idle,
         batch_size=args.batch_size, broker_timeout=args.broker_timeout,

@@ -47,9 +47,37 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     cmd.add_argument("--register", action="store_true",
                      help="register schemas of tables the registry does not have yet")
     add_key_columns_option(cmd)
+    add_large_message_options(cmd)
     add_registry_options(cmd)
     add_schema_options(cmd)
     cmd.set_defaults(handler=_convert)
+
+
+def add_large_message_options(cmd: argparse.ArgumentParser) -> None:
+    """The changefeed's large-message handling, by TiCDC's option names."""
+    cmd.add_argument("--large-message-handle-compression", choices=["none", "snappy", "lz4"],
+                     default="none",
+                     help="the changefeed's large-message-handle-compression: every value is "
+                          "decompressed first (default none)")
+    cmd.add_argument("--claim-check-storage-uri", metavar="file:///DIR",
+                     help="where the changefeed's claim-check-storage-uri is mounted: a "
+                          "claim-check message is replaced by the whole message stored there "
+                          "(found by the location's base name)")
+    cmd.add_argument("--claim-check-raw-value", action="store_true",
+                     help="the changefeed's claim-check-raw-value=true (objects hold the raw "
+                          "value, not TiCDC's {key, value} JSON)")
+
+
+def large_messages(args: argparse.Namespace) -> Any:
+    """The `LargeMessages` the options give (checked: a storage URI flatavro cannot read is
+    refused before anything is read)."""
+    from service.cdc.large_message import Compression, LargeMessages
+    from service.codec.claim_check import storage_directory
+
+    if args.claim_check_storage_uri:
+        storage_directory(args.claim_check_storage_uri)
+    return LargeMessages(Compression(args.large_message_handle_compression),
+                         args.claim_check_storage_uri, args.claim_check_raw_value)
 
 
 def add_key_columns_option(cmd: argparse.ArgumentParser) -> None:
@@ -142,7 +170,8 @@ def _convert(args: argparse.Namespace) -> int:
     from service.codec.convert import ConvertInput
 
     request = ConvertInput(_messages(args.file), args.encoding, args.topic, args.register,
-                           schema_options(args), key_columns(args))
+                           schema_options(args), key_columns(args),
+                           large_messages=large_messages(args))
     result = asyncio.run(_run(registry_settings(args), protocol=Protocol(args.protocol),
                               request=request))
     sys.stdout.buffer.write(b"".join(orjson.dumps(m) + b"\n" for m in result["messages"]))

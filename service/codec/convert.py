@@ -28,6 +28,7 @@ from service.cdc.events import ChangeEvent, EventKind, Pending, SourceMessage
 from service.cdc.interface import ProtocolDecoder
 from service.cdc.sniff import with_protocol_hint
 from service.cdc.tables import TableTracker
+from service.codec.claim_check import whole
 from service.codec.convert_results import (
     Converted,
     ConvertInput,
@@ -172,6 +173,9 @@ class Converter:
             try:
                 source = SourceMessage(index, _bytes(key, encoding=request.encoding, part="key"),
                                        _bytes(value, encoding=request.encoding, part="value"))
+                if request.large_messages.active:
+                    source = whole(source, request.large_messages,
+                                   framed=protocol is Protocol.OPEN_PROTOCOL)
             except MessageFormatError as exc:
                 decoded.problems.append(MessageProblem(index, exc))
                 continue

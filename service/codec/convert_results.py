@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.cdc.events import ChangeEvent, EventKind, Pending
+from service.cdc.large_message import LargeMessages
 from service.codec.errors import UnconvertibleMessagesError
 from service.codec.resolver import TopicSchemas
 from service.core.errors import ServiceError
@@ -39,6 +40,8 @@ class ConvertInput:
     key_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """``schema.table`` -> the key of a table whose messages do not name one (Canal-JSON's
     ``pkNames`` lists a primary key only): used for definitions derived from rows."""
+    large_messages: LargeMessages = field(default_factory=LargeMessages)
+    """The changefeed's large-message handling (compression, claim-check storage)."""
 
 
 @dataclass(frozen=True, slots=True)

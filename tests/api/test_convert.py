@@ -162,3 +162,23 @@ def test_simple_avro_bad_bytes_name_the_offset(client: TestClient) -> None:
         f"message 1: not a Simple-protocol Avro message: the value ends at byte "
         f"{len(insert) - 4}, where a long is due (field `payload/data/age`)")
     assert error["field"] == "payload/data/age"
+
+
+def test_claim_checks_of_a_configured_storage_are_read_and_others_refused(
+        make_client: ClientFactory) -> None:
+    golden = Path(__file__).parents[1] / "cdc" / "golden" / "large_message" / "v9.0.0-beta.2.pre"
+    label = "canal-json_claim-check_lz4_raw-false"
+    storage = f"file://{golden}/claim_check_storage/{label}"
+    vectors = orjson.loads((golden / "messages.json").read_bytes())["messages"]
+    body = {"messages": [{"value": m["value"]} for m in vectors if m["label"] == label],
+            "encoding": "base64", "register": True,
+            "large_message_handle_compression": "lz4", "claim_check_storage_uri": storage}
+    done = make_client(claim_check_storage_uris=storage).post("/v1/convert/canal-json",
+                                                              json=body)
+    assert done.status_code == 200, done.text
+    assert [m["op"] for m in done.json()["messages"]] == ["insert", "insert", "update",
+                                                          "delete"]
+    refused = make_client().post("/v1/convert/canal-json", json=body)
+    assert refused.status_code == 422
+    assert refused.json()["code"] == "invalid_claim_check_storage"
+    assert refused.json()["field"] == "claim_check_storage_uri"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,7 @@ from tests.cdc.test_ddl_follow import TS, TYPES, TYPES_2, insert
 from tests.cli.test_schema_cmd import run
 from tests.support.cdc import frame_open_protocol
 
+ROOT_GOLDEN = Path(__file__).parents[1] / "cdc" / "golden"
 PRICES = table_from_ddl("CREATE TABLE shop.prices (id INT PRIMARY KEY, price DECIMAL(10,2))")
 
 
@@ -172,3 +175,28 @@ def test_simple_avro_bad_bytes_one_line_with_the_offset(tmp_path: Path) -> None:
     [line] = done.stderr.splitlines()
     assert "message 0: not a Simple-protocol Avro message: the value ends at byte 3, where an " \
         "int is due (field `payload/version`)" in line
+
+
+def test_open_protocol_claim_checks_with_snappy(tmp_path: Path) -> None:
+    """TiCDC's own claim-check messages (golden/large_message): the whole rows come out."""
+    golden = ROOT_GOLDEN / "large_message" / "v9.0.0-beta.2.pre"
+    label = "open-protocol_claim-check_snappy_raw-false"
+    vectors = json.loads((golden / "messages.json").read_text())["messages"]
+    def b64(message: dict[str, Any], part: str) -> str:
+        text = message[part]
+        return text if message.get(f"{part}_base64") else base64.b64encode(
+            text.encode()).decode()
+
+    source = _ndjson(tmp_path / "in.ndjson", [{"key": b64(m, "key"), "value": b64(m, "value")}
+                                              for m in vectors if m["label"] == label])
+    common = ["convert", "--protocol", "open-protocol", "--encoding", "base64",
+              "--registry-file", str(tmp_path / "r.sqlite"), "--register", source]
+    refused = run(*common)
+    assert refused.returncode == 2 and "claimCheckLocation" not in refused.stdout
+    done = run(*common, "--large-message-handle-compression", "snappy",
+               "--claim-check-storage-uri", f"file://{golden}/claim_check_storage/{label}")
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(x)["op"] for x in done.stdout.splitlines()] == [
+        "insert", "insert", "update", "delete"]
+    bad = run(*common, "--claim-check-storage-uri", "s3://bucket/claims")
+    assert bad.returncode == 2 and "s3 is not supported" in bad.stderr

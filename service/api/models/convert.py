@@ -10,6 +10,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.api.models.tables import OptionsModel
+from service.cdc.large_message import Compression, LargeMessages
 from service.codec.convert import ConvertInput
 
 __all__ = ["ConvertRequest", "ConvertResponse", "CONVERT_EXAMPLES"]
@@ -45,12 +46,25 @@ class ConvertRequest(BaseModel):
                     "(Canal-JSON's `pkNames` lists a primary key only, so a table keyed by a "
                     "NOT NULL unique index arrives keyless); used when registering from rows",
         examples=[{"shop.orders": ["a", "b"]}])
+    large_message_handle_compression: Literal["none", "snappy", "lz4"] = Field(
+        "none", description="The changefeed's `large-message-handle-compression`: every value "
+                            "is decompressed first")
+    claim_check_storage_uri: str | None = Field(
+        None, description="Where the changefeed's `claim-check-storage-uri` is mounted "
+                          "(file:///DIR, one of the service's "
+                          "FLATAVRO_CLAIM_CHECK_STORAGE_URIS): a claim-check message is "
+                          "replaced by the whole message stored there")
+    claim_check_raw_value: bool = Field(
+        False, description="The changefeed's `claim-check-raw-value`")
 
     def to_input(self) -> ConvertInput:
         """As the converter's input."""
         return ConvertInput([(m.key, m.value) for m in self.messages], self.encoding,
                             self.topic, self.register_, self.options.schema_options(),
-                            {t: tuple(c) for t, c in self.key_columns.items()})
+                            {t: tuple(c) for t, c in self.key_columns.items()},
+                            large_messages=LargeMessages(
+                                Compression(self.large_message_handle_compression),
+                                self.claim_check_storage_uri, self.claim_check_raw_value))
 
 
 class ConvertedMessage(BaseModel):

@@ -10,11 +10,12 @@ from fastapi import APIRouter, Body, Depends, Path
 from fastapi.responses import Response
 
 from service.api.body_route import CheckedBodyRoute
-from service.api.deps import MetricsDep, RuntimeDep, may_write, require_read
+from service.api.deps import ClaimChecksDep, MetricsDep, RuntimeDep, may_write, require_read
 from service.api.docs.route_docs import problem
 from service.api.errors import WriteKeyRequiredError
 from service.api.models import CONVERT_EXAMPLES, ConvertRequest, ConvertResponse
 from service.cdc.catalog import Protocol
+from service.codec.claim_check import ClaimCheckStorageError
 from service.codec.convert import ConvertInput
 
 router = APIRouter(route_class=CheckedBodyRoute,
@@ -32,16 +33,23 @@ class Conversion:
 async def conversion(
     protocol: Annotated[Protocol, Path(description="The TiCDC protocol of the messages")],
     body: Annotated[ConvertRequest, Body(openapi_examples=CONVERT_EXAMPLES)], *,
-    write: Annotated[bool, Depends(may_write)],
+    write: Annotated[bool, Depends(may_write)], claim_checks: ClaimChecksDep,
 ) -> Conversion:
-    """The request, parsed; ``register=true`` needs a write key when keys are configured.
+    """The request, parsed; ``register=true`` needs a write key when keys are configured; a
+    claim-check storage must be one the service is configured to read.
 
     Raises:
         WriteKeyRequiredError: ``register=true`` without a valid key.
+        ClaimCheckStorageError: a claim-check storage the service does not read.
     """
     if body.register_ and not write:
         raise WriteKeyRequiredError("register=true registers schemas: it needs an API key "
                                     "(Authorization: Bearer <key> or X-API-Key)")
+    uri = body.claim_check_storage_uri
+    if uri is not None and uri not in claim_checks:
+        raise ClaimCheckStorageError(
+            f"claim_check_storage_uri {uri!r} is not one of the storages this service reads "
+            f"(FLATAVRO_CLAIM_CHECK_STORAGE_URIS)", field="claim_check_storage_uri")
     return Conversion(protocol, body.to_input())
 
 
