@@ -20,6 +20,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import cramjam
+import orjson
 import pytest
 from confluent_kafka import (
     Consumer,
@@ -181,29 +183,68 @@ def test_each_protocol_through_the_bridge(protocol: Protocol, kafka: Broker,
     exactly_once(kafka, want)
 
 
-def test_sigkill_at_random_moments_then_restart(kafka: Broker, tmp_path: Path) -> None:
+def claim_checked(messages: dict[int, list[Raw]], storage: Path) -> dict[int, list[Raw]]:
+    """The same Canal-JSON messages as a changefeed with large-message-handle-compression=lz4
+    and claim-check writes them (golden/large_message shows TiCDC's own): every value
+    lz4-compressed (the frame format), every seventh stored whole in `storage` as TiCDC's
+    ``{"key", "value"}`` JSON, its Kafka message the handle key and the location (a path of
+    the writer's: the object is found by its base name)."""
+    out: dict[int, list[Raw]] = {}
+    for partition, raws in messages.items():
+        out[partition] = []
+        for n, (key, value) in enumerate(raws):
+            assert value is not None
+            if n % 7 == 3:
+                name = f"{partition}-{n}.json"
+                (storage / name).write_bytes(orjson.dumps(
+                    {"key": None, "value": base64.b64encode(cramjam.lz4.compress(value))
+                     .decode()}))
+                document = orjson.loads(value)
+                keys = document["pkNames"]
+                for part in ("data", "old", "mysqlType", "sqlType"):
+                    if isinstance(document[part], list):
+                        document[part] = [{k: row[k] for k in keys} for row in document[part]]
+                    elif isinstance(document[part], dict):
+                        document[part] = {k: document[part][k] for k in keys}
+                document["_tidb"]["claimCheckLocation"] = f"file:///writer/claims/{name}"
+                value = orjson.dumps(document)
+            out[partition].append((key, bytes(cramjam.lz4.compress(value))))
+    return out
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["plain", "claim-check-lz4"])
+def test_sigkill_at_random_moments_then_restart(kafka: Broker, tmp_path: Path,
+                                                large: bool) -> None:
+    """Killed three times, then run to the end: every row once. With claim-checks and
+    compression the output equals what the whole, plain messages give."""
     seed = int(os.environ.get("FLATAVRO_KILL_SEED", random.randrange(1 << 30)))
     print(f"seed {seed} (FLATAVRO_KILL_SEED={seed} repeats these kill moments)")
     rng = random.Random(seed)
-    source, registry, rule = "src_kill", tmp_path / "r.sqlite", "kill_{schema}_{table}"
+    source, registry = f"src_kill_{int(large)}", tmp_path / "r.sqlite"
+    rule = f"kill{int(large)}_{{schema}}_{{table}}"
     registered(registry, rule)
     create_topic(kafka, source)
     messages = source_messages(Protocol.CANAL_JSON, 3, 800)
-    produce(kafka, source, messages)
-    cmd = command(Protocol.CANAL_JSON, kafka, source, registry, "kill", "one", "--batch-size",
-                  "20", rule=rule)
+    storage = tmp_path / "claims"
+    storage.mkdir()
+    produce(kafka, source, claim_checked(messages, storage) if large else messages)
+    cmd = command(Protocol.CANAL_JSON, kafka, source, registry, f"kill{int(large)}", "one",
+                  "--batch-size", "20", *(["--large-message-handle-compression", "lz4",
+                                           "--claim-check-storage-uri", f"file://{storage}"]
+                                          if large else []), rule=rule)
     total, committed = sum(len(m) for m in messages.values()), [0]
     for attempt in range(3):
         with (tmp_path / f"{attempt}.log").open("w") as log, \
                 running(cmd, stderr=log) as process:
-            deadline, written = time.monotonic() + 120, produced(kafka, "kill_shop_items")
-            while produced(kafka, "kill_shop_items") <= written:  # until this run produces
+            target = rule.format(schema="shop", table="items")
+            deadline, written = time.monotonic() + 120, produced(kafka, target)
+            while produced(kafka, target) <= written:  # until this run produces
                 assert time.monotonic() < deadline and process.poll() is None
                 time.sleep(0.1)
             time.sleep(rng.uniform(0, 1.5))
             process.send_signal(signal.SIGKILL)
             process.wait(30)
-        committed.append(committed_offsets(kafka, "kill", source))
+        committed.append(committed_offsets(kafka, f"kill{int(large)}", source))
     print(f"committed source offsets after each kill: {committed} of {total}")
     assert all(0 < c < total for c in committed[1:]), "a kill missed the middle of the run"
     done = subprocess.run([*cmd, "--exit-when-idle", "3"], cwd=ROOT, capture_output=True,
