@@ -8,7 +8,7 @@ import orjson
 
 from service.core.errors import InvalidInputError
 
-__all__ = ["MessageFormatError", "json_object_value"]
+__all__ = ["MessageFormatError", "handle_key_only", "json_object_value"]
 
 
 class MessageFormatError(InvalidInputError):
@@ -38,3 +38,16 @@ def json_object_value(value: bytes | None, protocol: str) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise MessageFormatError("the value is not a JSON object", part="value")
     return document
+
+
+def handle_key_only(where: tuple[str, str], *, key: Any, commit_ts: int, flag: str,
+                    **details: Any) -> MessageFormatError:
+    """The refusal of a ``large-message-handle-option=handle-key-only`` message (`flag`: the
+    protocol's field), naming the table (`where`: database, table), the key and the commit ts
+    (what a dead letter needs to find the row again)."""
+    schema, table = where
+    return MessageFormatError(
+        f"table `{schema}`.`{table}`, key {orjson.dumps(key).decode()}, commit ts {commit_ts}: "
+        f"the message carries only the handle key (large-message handling `{flag}`); the row "
+        f"is not in it, and reading it from the upstream TiDB is not built",
+        schema=schema, table=table, key=key, commit_ts=commit_ts, **details)

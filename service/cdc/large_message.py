@@ -46,11 +46,6 @@ class LargeMessages:
     claim_check_storage_uri: str | None = None
     claim_check_raw_value: bool = False
 
-    @property
-    def active(self) -> bool:
-        """Whether messages need anything done before they are decoded."""
-        return self.compression is not Compression.NONE or bool(self.claim_check_storage_uri)
-
 
 def decompressed_value(value: bytes, compression: Compression, *, framed: bool) -> bytes:
     """A Kafka value decompressed as the changefeed compressed it: the whole value, or with

@@ -173,9 +173,9 @@ class Converter:
             try:
                 source = SourceMessage(index, _bytes(key, encoding=request.encoding, part="key"),
                                        _bytes(value, encoding=request.encoding, part="value"))
-                if request.large_messages.active:
-                    source = whole(source, request.large_messages,
-                                   framed=protocol is Protocol.OPEN_PROTOCOL)
+                # decompressed, and a claim-check made whole (or refused: no storage set)
+                source = whole(source, request.large_messages,
+                               framed=protocol is Protocol.OPEN_PROTOCOL)
             except MessageFormatError as exc:
                 decoded.problems.append(MessageProblem(index, exc))
                 continue

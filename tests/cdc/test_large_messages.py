@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 import pytest
 
-from service.cdc.catalog import Protocol
+from service.cdc.catalog import DECODERS, Protocol
+from service.cdc.errors import MessageFormatError
 from service.cdc.events import SourceMessage
 from service.cdc.large_message import Compression, LargeMessages
 from service.codec.claim_check import ClaimCheckStorageError, storage_directory, whole
@@ -143,3 +144,21 @@ def test_simple_claim_checks_are_made_whole(label: str) -> None:
     document = orjson.loads(whole(_message(label, 1), settings, framed=False).value or b"")
     assert "claimCheckLocation" not in document and not document.get("handleKeyOnly")
     assert len(document["data"]["big"]) == BIG and document["data"]["note"] == "large row ✓"
+
+
+@pytest.mark.parametrize("label", sorted({m["label"] for m in _vectors()
+                                          if "_handle-key-only_" in m["label"]}))
+def test_handle_key_only_messages_are_refused_naming_table_key_and_commit_ts(label: str
+                                                                            ) -> None:
+    found = [m for m in _vectors() if m["label"] == label][1]  # the large row's insert
+    settings = LargeMessages(Compression(label.rsplit("_", 1)[1]))
+    message = whole(_message(label, 1), settings,
+                    framed=found["protocol"] == "open-protocol")
+    decoder = DECODERS[Protocol(found["protocol"])](schema_cache_size=4)
+    with pytest.raises(MessageFormatError) as caught:
+        decoder.decode(message)
+    details = caught.value.details
+    assert (details["schema"], details["table"]) == ("lm", "t")
+    assert details["commit_ts"] == int(found["commit_ts"])
+    assert str(details["key"]["id"]) == "2"  # as the protocol writes it (text or number)
+    assert f"commit ts {found['commit_ts']}" in caught.value.message

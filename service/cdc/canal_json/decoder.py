@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from service.cdc.canal_json.columns import column_type, derive_definition
 from service.cdc.canal_json.values import typed_row
 from service.cdc.definition import TableDefinition
-from service.cdc.errors import MessageFormatError, json_object_value
+from service.cdc.errors import MessageFormatError, handle_key_only, json_object_value
 from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, SourceMessage
 from service.core.table import ColumnType
 
@@ -58,11 +58,13 @@ class Decoder:
                 message.index)])
         if kind not in _ROW_KINDS:
             raise MessageFormatError(f"unknown event type {kind!r}", field="type")
-        if extension.get("onlyHandleKey") or extension.get("claimCheckLocation"):
-            raise MessageFormatError(
-                "the message carries only the handle key (large-message handling "
-                "`onlyHandleKey`/`claimCheckLocation`); the row is not in it and cannot be "
-                "converted", field="_tidb")
+        if extension.get("onlyHandleKey"):
+            rows = document.get("data")
+            row = rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) \
+                else {}
+            raise handle_key_only((_text(document, "database"), _text(document, "table")),
+                                  key=row, commit_ts=_commit_ts(document, extension),
+                                  flag="onlyHandleKey", field="_tidb/onlyHandleKey")
         return DecodedMessage(_rows(document, kind=_ROW_KINDS[kind], index=message.index,
                                     commit_ts=_commit_ts(document, extension)))
 

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from service.cdc.definition import TableDefinition
-from service.cdc.errors import MessageFormatError
+from service.cdc.errors import MessageFormatError, handle_key_only
 from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, SourceMessage
 from service.cdc.open_protocol.columns import derive_definition
 from service.cdc.open_protocol.values import typed_value
@@ -126,11 +126,13 @@ def _event(key_entry: tuple[int, bytes], value: tuple[int, bytes] | None, *, ind
                                      part="value", offset=value[0], field="q", event=position)
         return ChangeEvent(EventKind.DDL, schema or None, table or None, ts, index,
                            query=query)
-    if key.get("ohk") or key.get("ccl"):
-        raise MessageFormatError(
-            f"event {position}: the message carries only the handle key (large-message "
-            f"handling `ohk`/`ccl`); the row itself is not in it and cannot be converted",
-            part="key", offset=key_offset, field="ohk", event=position)
+    if key.get("ohk"):
+        columns = body.get("u") or body.get("d") or {}
+        raise handle_key_only((schema, table), key={
+            name: column.get("v") for name, column in columns.items()
+            if isinstance(column, dict)} if isinstance(columns, dict) else {},
+            commit_ts=ts, flag="ohk", part="key", offset=key_offset, field="ohk",
+            event=position)
     return _row_event(body, index=index, position=position, offset=value[0], ts=ts,
                       schema=schema, table=table)
 

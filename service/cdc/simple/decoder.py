@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.cdc.definition import TableDefinition
-from service.cdc.errors import MessageFormatError, json_object_value
+from service.cdc.errors import MessageFormatError, handle_key_only, json_object_value
 from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, Pending, SourceMessage
 from service.cdc.simple.avro import avro_document, is_avro
 from service.cdc.simple.columns import SchemaCache, parse_table_schema
@@ -84,11 +84,11 @@ class Decoder:
              ) -> DecodedMessage:
         schema, table = _name(document, "database"), _name(document, "table")
         version = _tso(document, "schemaVersion")
-        if document.get("handleKeyOnly") or document.get("claimCheckLocation"):
-            raise MessageFormatError(
-                "the message carries only the handle key (large-message handling "
-                "`handleKeyOnly`/`claimCheckLocation`); the row is not in it and cannot be "
-                "converted", field="handleKeyOnly")
+        if document.get("handleKeyOnly"):
+            data = document.get("data") or document.get("old")
+            raise handle_key_only((schema, table), key=data if isinstance(data, dict) else {},
+                                  commit_ts=commit_ts, flag="handleKeyOnly",
+                                  field="handleKeyOnly")
         definition = self._cache.get(schema, table, version=version)
         if definition is None:
             return DecodedMessage(pending=Pending(
