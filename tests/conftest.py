@@ -36,13 +36,13 @@ _FILE_MARKS = {"test_docs_browser.py": "browser", "test_console_browser.py": "br
                "test_object_store_settings.py": None, "test_preflight.py": None}
 
 
-_LONG_FILES = {"test_stream_order.py": 18, "test_stream_database.py": 15,
+_LONG_FILES = {"test_stream_order.py": 18, "test_stream_database.py": 25,
                "test_changelog.py": 11, "test_object_store.py": 10.4,
                "test_stream_recovery.py": 9.5, "test_cluster.py": 8.8,
                "test_stream_iceberg.py": 6.7,
                "test_readme_streaming.py": 4.9, "test_stream_table_health.py": 4.5,
                "test_broker_restarts.py": 3.2, "test_stream_catalog.py": 2.8,
-               "test_history.py": 2.5, "test_bridge_protocols.py": 2,
+               "test_history.py": 2.5, "test_bridge_protocols.py": 3.5,
                "test_schemathesis.py": 1.9, "test_bridge_operations.py": 1.6,
                "test_bulk_read.py": 1.4, "test_deletion_vectors.py": 1.3,
                "test_flatread.py": 1.3, "test_limits.py": 1.3, "test_stream.py": 1.2,

@@ -164,10 +164,14 @@ def _merged(config: StreamConfig, schemas: TopicVersions, *, typed: _Typed,
                        names=names)
     if is_iceberg:
         want = iceberg.iceberg_types(want)
-    evolution = plan_evolution(typed.rows.schema, want, subject=schemas.value.subject,
+    # A change log: Kafka's partition as the format names it (Iceberg's table, also one an
+    # earlier version made with Delta's name that the apply has not opened since).
+    rows, changes = ((typed.rows, changes) if schemas.key is not None
+                     else (names.log_rows(typed.rows), names.log_rows(changes)))
+    evolution = plan_evolution(rows.schema, want, subject=schemas.value.subject,
                                widens=iceberg.widens if is_iceberg else None)
-    rows = (delta.evolved(typed.rows, evolution=evolution, subject=schemas.value)
-            if evolution else typed.rows)
+    if evolution:
+        rows = delta.evolved(rows, evolution=evolution, subject=schemas.value)
     columns = [f.name for f in want.fields]
     rows = rows.select(*[F.col(f"`{c}`") for c in columns])
     changes = changes.select(*[F.col(f"`{c}`").cast(want[c].dataType).alias(c)

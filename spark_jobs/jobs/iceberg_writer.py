@@ -43,7 +43,9 @@ def open_iceberg_table(spark: SparkSession, config: StreamConfig, *, located: Lo
                        app_id: str, metrics: StreamMetrics, label: str | None = None
                        ) -> IcebergWriter:
     """The topic's Iceberg table (named by its place's path), checked or created, and evolved
-    (`label`, `app_id`: as for `table_writer.open_table`).
+    (`label`, `app_id`: as for `table_writer.open_table`); a keyless topic's table an earlier
+    version made with ``_partition`` gets `iceberg.PARTITION` first (`iceberg.rename_partition`,
+    logged).
 
     Raises:
         JobError: the name's place holds a Delta table, the table is another topic's, or its
@@ -60,6 +62,8 @@ def open_iceberg_table(spark: SparkSession, config: StreamConfig, *, located: Lo
     latest = columns_for(config, schemas, columns=table_schema(session, schemas),
                          deleted=iceberg.DELETED, names=iceberg.HISTORY)
     name = place.path
+    if note := iceberg.rename_partition(session, name, topic=place.topic, latest=latest):
+        log(note)  # a change log an earlier version made, before its first check and write
     if not iceberg.check_table(session, name, topic=place.topic,
                                warehouse=config.iceberg.warehouse, versions=versions,
                                latest=latest):
@@ -149,8 +153,9 @@ class IcebergWriter(TableWriter):
         columns = [f.name for f in self.columns.fields]
         name = self.place.path
         if self.schemas.key is None:
-            written = iceberg.append_changes(self.spark, changes.select(*columns), name=name,
-                                             app_id=self.app_id, batch_id=batch_id)
+            written = iceberg.append_changes(
+                self.spark, iceberg.HISTORY.log_rows(changes).select(*columns), name=name,
+                app_id=self.app_id, batch_id=batch_id)
         elif self.config.history:
             written = iceberg.merge_history(self.spark, name, changes=changes,
                                             key_columns=self.schemas.key.field_names(),

@@ -81,10 +81,13 @@ def columns_for(config: StreamConfig, schemas: TopicVersions, *, columns: T.Stru
                 deleted: str = DELETED, names: history.Names = history.DELTA) -> T.StructType:
     """The table's columns for `columns` (a version's): with the flag `deleted` (Delta's
     `DELETED`) in a keyed table under ``--deletes soft``, with the history columns (`names`:
-    Delta's `history.HISTORY_COLUMNS`) under ``--history``."""
-    if config.history and schemas.key is not None:
+    Delta's `history.HISTORY_COLUMNS`) under ``--history``; a keyless table's change log with
+    its partition column as `names` names it (Iceberg's ``__partition``)."""
+    if schemas.key is None:
+        return names.log_columns(columns)
+    if config.history:
         return history.with_history(columns, names=names)
-    if config.deletes is Deletes.SOFT and schemas.key is not None:
+    if config.deletes is Deletes.SOFT:
         return delta.with_deleted(columns, name=deleted)
     return columns
 

@@ -486,10 +486,11 @@ Each micro-batch: a schema id the job has not seen is looked up in the service/r
 (a version registered while the stream runs is picked up without a restart); the table gains
 the new version's columns (existing rows get the column's default, as TiDB shows them); the
 last change per key is MERGEd by the key columns (tombstones delete). A topic without a key
-schema is appended with _op, _partition, _offset, _timestamp. A micro-batch re-run after a
-crash changes nothing (Delta's idempotent writes, keyed by the batch id). A table the stream
-creates for a keyed topic has deletion vectors (--deletion-vectors); every N-th micro-batch
-is followed by Delta's OPTIMIZE (--optimize-every).
+schema is appended with _op, _partition (__partition in Iceberg, which reserves _partition),
+_offset, _timestamp. A micro-batch re-run after a crash changes nothing (Delta's idempotent
+writes, keyed by the batch id). A table the stream creates for a keyed topic has deletion
+vectors (--deletion-vectors); every N-th micro-batch is followed by Delta's OPTIMIZE
+(--optimize-every).
 
 Exit status: 0 when an available-now run has caught up (or a processing-time run is stopped by
 SIGTERM/SIGINT); 2 with one line on stderr for bad input or a micro-batch that cannot be

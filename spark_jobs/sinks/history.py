@@ -53,7 +53,8 @@ OFFSET = "_offset"
 @dataclass(frozen=True, slots=True)
 class Names:
     """The names of the ended flag and the partition column in a table format (Iceberg
-    reserves ``_deleted`` and ``_partition`` for metadata columns)."""
+    reserves ``_deleted`` and ``_partition`` for metadata columns): a ``--history`` table's,
+    and a change log's (a keyless table's: `log_columns`)."""
 
     ended: str = ENDED
     partition: str = PARTITION
@@ -62,6 +63,17 @@ class Names:
     def columns(self) -> tuple[str, ...]:
         """The history columns, in the table's order."""
         return (VALID_FROM, VALID_TO, CURRENT, self.ended, self.partition, OFFSET)
+
+    def log_columns(self, schema: T.StructType) -> T.StructType:
+        """A change log's columns: `schema` (`decode`'s, Kafka's partition in `PARTITION`) with
+        the partition column named as this format names it, in its place."""
+        return T.StructType([T.StructField(self.partition if f.name == PARTITION else f.name,
+                                           f.dataType, f.nullable, f.metadata)
+                             for f in schema.fields])
+
+    def log_rows(self, rows: DataFrame) -> DataFrame:
+        """A change log's rows: `rows` (decoded) as `log_columns` names them."""
+        return rows.withColumnRenamed(PARTITION, self.partition)
 
 
 DELTA = Names()

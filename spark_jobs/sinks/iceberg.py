@@ -1,7 +1,7 @@
 """The Apache Iceberg table a stream keeps equal to the TiDB table (``--format iceberg``): in the
 catalog `settings.iceberg.CATALOG`, named ``namespace.table``; a keyed topic's table
 merge-on-read (a MERGE writes new rows and small delete files, compaction merges them later),
-a keyless topic's appended.
+a keyless topic's appended (a change log: its Kafka partition in `PARTITION`).
 
 Exactly once: Iceberg has no Delta ``txnAppId``. Every write puts the stream's app id and the
 micro-batch id into its snapshot's summary (``flatavro.app-id``, ``flatavro.batch-id``, through
@@ -26,12 +26,12 @@ from spark_jobs.sinks import history, merge
 from spark_jobs.sinks.columns import Evolution, check_mode, defaults, describe, difference
 from spark_jobs.sources.files import path_exists
 
-__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "DELETED", "FILLING", "HISTORY", "WIDENINGS",
-           "Written", "append_changes", "check_catalog", "check_table", "create_namespace",
-           "create_table", "drop", "evolve", "exists", "finish_fill", "iceberg_types",
-           "identifier", "in_session", "last_batch", "properties", "merge_changes", "merge_history",
-           "rewrite", "snapshot_summary", "table_columns", "use_catalog", "widens",
-           "write_table"]
+__all__ = ["APP_ID", "BATCH_ID", "CATALOG_SECONDS", "DELETED", "FILLING", "HISTORY", "PARTITION",
+           "WIDENINGS", "Written", "append_changes", "check_catalog", "check_table",
+           "create_namespace", "create_table", "drop", "evolve", "exists", "finish_fill",
+           "iceberg_types", "identifier", "in_session", "last_batch", "properties",
+           "merge_changes", "merge_history", "rename_partition", "rewrite", "snapshot_summary",
+           "table_columns", "use_catalog", "widens", "write_table"]
 
 APP_ID = "flatavro.app-id"
 BATCH_ID = "flatavro.batch-id"
@@ -46,7 +46,14 @@ metadata column; ``__deleted`` is the name Debezium's new-record-state transform
 
 HISTORY = history.Names(ended=DELETED, partition="__partition")
 """A ``--history`` table's columns: `DELETED` and ``__partition`` for Delta's ``_deleted`` and
-``_partition`` (Iceberg's metadata columns)."""
+``_partition`` (Iceberg's metadata columns); a change log's partition column too."""
+
+PARTITION = HISTORY.partition
+"""Kafka's partition in a keyless topic's table (a change log) and a ``--history`` table:
+``__partition``, as Delta's ``_partition`` is the name of an Iceberg metadata column (a table
+with such a column takes appends, but Iceberg refuses its MERGE, UPDATE, DELETE and
+overwrite: "Table column names conflict with names reserved for Iceberg metadata columns").
+Tables made before kept ``_partition``: `rename_partition`."""
 
 FILLING = "flatavro.filling"
 """Table property naming added columns whose default is not yet in the rows (`evolve`)."""
@@ -165,6 +172,25 @@ def check_table(spark: SparkSession, name: str, *, topic: str, warehouse: str | 
                        f"{difference(have, iceberg_types(latest))} (compared with the latest "
                        f"version)")
     return True
+
+
+def rename_partition(spark: SparkSession, name: str, *, topic: str,
+                     latest: T.StructType) -> str | None:
+    """Rename an earlier version's ``_partition`` of table `name` (of `topic`, a change log:
+    its columns `latest` have `PARTITION`) to `PARTITION`, once; what was done, for the log
+    (None: nothing to do: no such table, the column renamed already, another topic's table).
+    Renaming is metadata only (Iceberg tracks columns by id): the rows keep their values."""
+    if PARTITION not in latest.fieldNames() or not exists(spark, name) or (
+            properties(spark, name).get(TOPIC_PROPERTY) not in (None, topic)):
+        return None
+    have = table_columns(spark, name).fieldNames()
+    if history.PARTITION not in have or PARTITION in have:
+        return None
+    spark.sql(f"ALTER TABLE {identifier(name)} RENAME COLUMN `{history.PARTITION}` TO "
+              f"`{PARTITION}`")
+    return (f"table {CATALOG}.{name}: column {history.PARTITION} renamed {PARTITION} (Iceberg "
+            f"reserves {history.PARTITION} for a metadata column and refuses a MERGE into a "
+            f"table that has it; docs/streaming.md, 'Iceberg')")
 
 
 def properties(spark: SparkSession, name: str) -> dict[str, str]:

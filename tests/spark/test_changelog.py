@@ -247,6 +247,14 @@ def test_a_database_lands_in_an_iceberg_changelog_and_its_tables_are_merged_behi
     stream_job.run(spark, config)
     assert sorted_rows(lake, f"fresh.{orders}", "id", "name") == [(2, "b")]
     assert sorted_rows(lake, f"fresh.{notes}", "id", "note") == [(7, "x")]
+    # The keyless table's change log names Kafka's partition __partition (Iceberg reserves
+    # _partition), and so does its fresh read.
+    fresh = fresh_read(spark, changelog_path="fresh.changelog", table=f"fresh.{notes}",
+                       source=FreshSource(service_url=config.service_url),
+                       catalog=config.iceberg)
+    assert fresh.columns == read_iceberg(lake, f"fresh.{notes}").column_names
+    assert "__partition" in fresh.columns and "_partition" not in fresh.columns
+    assert [(r["id"], r["note"]) for r in fresh.collect()] == [(7, "x")]
     log = load(lake, "fresh.changelog")
     assert sorted((r["topic"], r["_op"]) for r in log.scan().to_arrow().to_pylist()) == [
         (notes, "upsert"), (orders, "delete"), (orders, "upsert"), (orders, "upsert")]

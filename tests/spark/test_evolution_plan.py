@@ -1,5 +1,6 @@
 """The stream's schema-evolution rules (`plan_evolution`, pure: no Spark session): which type
-changes widen a Delta column or an Iceberg one, and what every other change says to do."""
+changes widen a Delta column or an Iceberg one, and what every other change says to do; a
+keyless table's change-log columns in each format."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from pyspark.sql import types as T
 
 from spark_jobs.errors import JobError
-from spark_jobs.sinks import iceberg
+from spark_jobs.sinks import history, iceberg
 from spark_jobs.sinks.columns import plan_evolution
 
 
@@ -68,3 +69,19 @@ def test_an_iceberg_column_widens_as_iceberg_allows(old: T.DataType, new: T.Data
         f"scale). Stop the stream, move the table aside and rebuild it (bulk_read --format "
         f"iceberg --materialize, then a new --checkpoint with --starting-offsets earliest: the "
         f"last change per key wins, so nothing is lost or doubled)")
+
+
+def test_a_change_log_names_the_partition_as_its_format_does() -> None:
+    """Iceberg reserves ``_partition`` (a MERGE into a table with it is refused): a keyless
+    Iceberg table has ``__partition`` in its place; Delta keeps ``_partition``. A version
+    with a new column then plans that column alone."""
+    decoded = schema(id=T.IntegerType(), _op=T.StringType(), _partition=T.IntegerType(),
+                     _offset=T.LongType(), _timestamp=T.TimestampType())
+    assert iceberg.HISTORY.log_columns(decoded).fieldNames() == [
+        "id", "_op", "__partition", "_offset", "_timestamp"]
+    assert history.DELTA.log_columns(decoded) == decoded
+    added = T.StructType([*decoded.fields, T.StructField("tag", T.StringType(), True)])
+    evolution = plan_evolution(iceberg.HISTORY.log_columns(decoded),
+                               iceberg.HISTORY.log_columns(added), subject="s-value",
+                               widens=iceberg.widens)
+    assert (evolution.added, evolution.removed, evolution.widened) == (("tag",), (), ())

@@ -1,9 +1,10 @@
-"""A whole TiDB database in one stream: 20 tables, keyed and keyless, fed by `flatavro bridge`
-from one Canal-JSON topic into a topic per table, landed by one Spark application
-(``--topic-pattern`` with ``--table-path-template``) through SIGKILLs at seeded random moments,
-an ``ADD COLUMN`` on 5 tables and a table created mid-run; every table read back with delta-rs
-equals the source. Also: a topic list, per-table refusals, a table that cannot be applied
-stopping the job with one line and resuming after the fix."""
+"""A whole TiDB database in one stream: 20 tables (50 when landed in a changelog first, in Delta
+and in Iceberg), keyed and keyless, fed by `flatavro bridge` from one Canal-JSON topic into a
+topic per table, landed by one Spark application (``--topic-pattern`` with a table template)
+through SIGKILLs at seeded random moments, an ``ADD COLUMN`` on every third of the first three
+quarters of the tables and a table created mid-run; every table read back with delta-rs or
+PyIceberg equals the source. Also: a topic list, per-table refusals, a table that cannot be
+applied stopping the job with one line and resuming after the fix."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -30,12 +33,71 @@ from tests.spark.test_stream import ITEMS_V1, change, create_topic, send
 from tests.spark.test_stream_recovery import kill_at_random
 from tests.support.canal_database import PARTITIONS, CanalDatabase, normal
 from tests.support.delta import read_delta
+from tests.support.iceberg import read_iceberg
 from tests.support.parts import ROOT, Broker
 
-TABLES = [f"t{n:02d}" for n in range(20)]
-KEYLESS = {t for n, t in enumerate(TABLES) if n % 4 == 3}  # t03, t07, t11, t15, t19
-ALTERED = ["t00", "t03", "t06", "t09", "t12"]
-LATE = "t19"  # created while the stream runs
+
+@dataclass(frozen=True)
+class Shape:
+    """The source database of `count` tables t00, t01...: every fourth keyless (t03, t07...),
+    an ``ADD COLUMN`` on every third of the first three quarters (t00, t03... t12: 5 of 20;
+    t00... t36: 13 of 50), the last created while the stream runs, keyless."""
+
+    count: int
+
+    @property
+    def tables(self) -> list[str]:
+        """Every table, the late one last."""
+        return [f"t{n:02d}" for n in range(self.count)]
+
+    @property
+    def late(self) -> str:
+        """The table created mid-run."""
+        return self.tables[-1]
+
+    @property
+    def keyless(self) -> set[str]:
+        """The tables without a primary key (change logs of inserts)."""
+        return {t for n, t in enumerate(self.tables) if n % 4 == 3} | {self.late}
+
+    @property
+    def altered(self) -> list[str]:
+        """The tables that get a column mid-run."""
+        return self.tables[:self.count * 3 // 4:3]
+
+
+@dataclass(frozen=True)
+class Landing:
+    """One variant of the whole-database test: its tables, topics and table format."""
+
+    tables: int
+    prefix: str  # each variant its own topics: <prefix>_shop_<table>
+    changelog: bool = False
+    iceberg: bool = False
+
+    def options(self, tmp_path: Path) -> list[str]:
+        """The stream's options of where the tables (and the changelog) go."""
+        lake = tmp_path / "lake"
+        lake.mkdir(exist_ok=True)
+        if self.iceberg:
+            where = ["--format", "iceberg", "--iceberg-warehouse", str(lake),
+                     "--table-template", "{database}.{table}"]
+            log = "landing.changelog"  # a table of the catalog, not a path
+        else:
+            where = ["--table-path-template", str(lake / "{database}" / "{table}")]
+            log = str(tmp_path / "changelog")
+        return [*where, *(["--changelog", log, "--apply-lag", "5s"] if self.changelog else [])]
+
+    def read(self, tmp_path: Path, table: str) -> list[dict[str, Any]]:
+        """Table shop.`table` as delta-rs or PyIceberg reads it (no JVM)."""
+        if self.iceberg:
+            return read_iceberg(tmp_path / "lake", f"shop.{table}").to_pylist()
+        return read_delta(tmp_path / "lake" / "shop" / table).to_pylist()
+
+
+LANDINGS = {"direct": Landing(20, "tidb"),  # each table MERGEd by each micro-batch: slow
+            "changelog": Landing(50, "cl", changelog=True),
+            "changelog-iceberg": Landing(50, "ci", changelog=True, iceberg=True)}
 
 
 def produce(broker: Broker, topic: str, by_partition: dict[int, list[bytes]]) -> None:
@@ -102,10 +164,10 @@ class Bridge:
 
 
 def database_cli(tmp_path: Path, broker: Broker, http: httpx.Client, *extra: str,
-                 pattern: str = "tidb_shop_t.*") -> list[str]:
+                 pattern: str) -> list[str]:
+    """The stream of the topics matching `pattern`; `extra`: its trigger, tables..."""
     return [sys.executable, "-m", "spark_jobs.stream", "--topic-pattern", pattern,
             "--bootstrap-servers", broker.bootstrap, "--service-url", str(http.base_url),
-            "--table-path-template", str(tmp_path / "lake" / "{database}" / "{table}"),
             "--checkpoint", str(tmp_path / "checkpoint"), "--master", "local[2]", *extra]
 
 
@@ -117,32 +179,35 @@ def wait_in_log(process: subprocess.Popen[bytes], log: Path, text: str, seconds:
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize("landing", ["direct", "changelog"])
+@pytest.mark.parametrize("landing", list(LANDINGS))
 def test_a_whole_database_lands_exactly_once_through_kills_an_alter_and_a_new_table(
         kafka: Broker, service: httpx.Client, tmp_path: Path, landing: str) -> None:  # noqa: F811
-    """The 20 tables written by each micro-batch, or landed in a changelog first and merged
-    behind it (--changelog, applies every 5 s: the kills fall in landings and in applies)."""
+    """20 Delta tables written by each micro-batch, or 50 tables (Delta or Iceberg) landed in a
+    changelog first and merged behind it (--changelog, applies every 5 s: the kills fall in
+    landings and in applies)."""
     seed = int(os.environ.get("FLATAVRO_KILL_SEED", random.randrange(1 << 30)))
     print(f"seed {seed} (FLATAVRO_KILL_SEED={seed} repeats this history and these kills)")
     rng = random.Random(seed)
-    db, source = CanalDatabase(random.Random(seed)), f"canal_shop_{landing}"
-    changelog = (["--changelog", str(tmp_path / "changelog"), "--apply-lag", "5s"]
-                 if landing == "changelog" else [])
-    prefix = "tidb" if landing == "direct" else "cl"  # each run its own topics
+    variant = LANDINGS[landing]
+    shape = Shape(variant.tables)
+    db, source = CanalDatabase(random.Random(seed)), f"canal_shop_{variant.prefix}"
     registry = str(service.base_url).rstrip("/") + "/registry"
     create_topic(kafka, source, PARTITIONS)
-    for table in TABLES:
-        if table != LATE:
-            db.create(table, keyed=table not in KEYLESS)
-            db.changes(table, 30)
+    # Fewer changes a table when there are 50: the applies, not the rows, take the time.
+    first, second = (30, 12) if variant.tables <= 20 else (16, 8)
+    for table in shape.tables:
+        if table != shape.late:
+            db.create(table, keyed=table not in shape.keyless)
+            db.changes(table, first)
     produce(kafka, source, db.take())
     bridge = Bridge(kafka, source, registry, tmp_path / "bridge.log",
-                    rule=prefix + "_{schema}_{table}")
+                    rule=variant.prefix + "_{schema}_{table}")
     bridge.drained()
 
+    pattern = f"{variant.prefix}_shop_t.*"
     command = database_cli(tmp_path, kafka, service, "--trigger", "processing-time=1 seconds",
-                           "--max-offsets-per-trigger", "300", *changelog,
-                           pattern=f"{prefix}_shop_t.*")
+                           "--max-offsets-per-trigger", "300", *variant.options(tmp_path),
+                           pattern=pattern)
     kill_at_random(command, rng, tmp_path / "first.log")
 
     # The second run sees the ALTERs and the new table arrive while it streams.
@@ -151,17 +216,17 @@ def test_a_whole_database_lands_exactly_once_through_kills_an_alter_and_a_new_ta
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
     try:
         wait_in_log(process, log, "stream: batch", 900)  # generous: a loaded 2-core machine
-        for table in ALTERED:
+        for table in shape.altered:
             db.add_note(table)
-        db.create(LATE, keyed=False)
-        for table in TABLES:
-            db.changes(table, 12)
+        db.create(shape.late, keyed=False)
+        for table in shape.tables:
+            db.changes(table, second)
         produce(kafka, source, db.take())
         bridge.drained()
-        # Alone on a quiet machine the batch with the new table ends ~6 min after the produce
-        # (each table's MERGE is ~25 small Spark jobs per micro-batch); under make test's two
-        # workers, about twice that.
-        wait_in_log(process, log, f"table shop.{LATE}", 900)
+        # Direct: alone on a quiet machine the batch with the new table ends ~6 min after the
+        # produce (each table's MERGE is ~25 small Spark jobs per micro-batch); under make
+        # test's two workers, about twice that.
+        wait_in_log(process, log, f"table shop.{shape.late}", 900)
         time.sleep(rng.uniform(0, 4))
     finally:
         process.send_signal(signal.SIGKILL)
@@ -169,16 +234,17 @@ def test_a_whole_database_lands_exactly_once_through_kills_an_alter_and_a_new_ta
         bridge.stop()
 
     done = subprocess.run(database_cli(tmp_path, kafka, service, "--trigger", "available-now",
-                                       *changelog, pattern=f"{prefix}_shop_t.*"),
+                                       *variant.options(tmp_path), pattern=pattern),
                           cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    for table in TABLES:
+    for table in shape.tables:
         columns = db.columns(table)
-        got = read_delta(tmp_path / "lake" / "shop" / table).to_pylist()
-        assert normal(got, columns) == db.expected(table), table
-        if table in KEYLESS:  # a change log: each source row once
-            assert len({(r["_partition"], r["_offset"]) for r in got}) == len(got)
-        if table in ALTERED:
+        got = variant.read(tmp_path, table)
+        assert normal(got, columns) == db.expected(table), f"seed {seed}: {table}"
+        if table in shape.keyless:  # a change log: each source row once (Iceberg: __partition)
+            partition = "__partition" if variant.iceberg else "_partition"
+            assert len({(r[partition], r["_offset"]) for r in got}) == len(got), table
+        if table in shape.altered:
             assert "note" in columns
 
 

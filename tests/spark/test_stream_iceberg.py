@@ -1,6 +1,7 @@
 """The stream into Apache Iceberg tables (``--format iceberg``) end to end: changes encoded by
 the service, produced to a real broker, applied by Structured Streaming to Iceberg tables in a
-JDBC catalog on SQLite (merge-on-read MERGE, keyless append, a version registered mid-way), and
+JDBC catalog on SQLite (merge-on-read MERGE, keyless append in ``__partition``, a version
+registered mid-way, keyed or keyless, and a keyless table an earlier version made), and
 read back with PyIceberg, not Spark; exactly once under SIGKILL of the driver; the refusals."""
 
 from __future__ import annotations
@@ -150,6 +151,52 @@ def test_a_keyless_topic_is_appended(
     assert "write.merge.mode" not in load(tmp_path / "lake", "shop.log").properties
 
 
+LOG_V1 = "CREATE TABLE shop.log (id INT, note VARCHAR(20))"
+LOG_V2 = "CREATE TABLE shop.log (id INT, note VARCHAR(20), tag VARCHAR(8) DEFAULT 'x')"
+
+
+@pytest.mark.parametrize("made_before", [False, True], ids=["new", "made-before-v2"])
+def test_a_keyless_table_gains_a_column_with_its_default(
+        spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], made_before: bool) -> None:
+    """A keyless topic's change log keeps Kafka's partition in ``__partition`` (Iceberg refuses
+    a MERGE into a table with a ``_partition`` column, and the fill of an added column's
+    default is one): ``ADD COLUMN ... DEFAULT 'x'`` mid-stream, the rows already there read
+    'x'. `made_before`: a format v2 table an earlier version made with ``_partition`` is
+    renamed once, when the stream opens it, its values kept, then evolves."""
+    topic = f"iceberg_log_{'old' if made_before else 'new'}"
+    create_topic(kafka, topic)
+    register(service, LOG_V1, topic)
+    send(kafka, service, topic, [{"op": "insert", "row": {"id": 1, "note": "a"}},
+                                 {"op": "insert", "row": {"id": 2, "note": "b"}}])
+    config = iceberg_stream(tmp_path, kafka, service, topic, name="shop.log",
+                            iceberg_format_version=2 if made_before else 3)
+    run(spark, config)
+    lake = tmp_path / "lake"
+    assert "_partition" not in read_iceberg(lake, "shop.log").column_names
+    assert config.iceberg is not None
+    session = use_catalog(spark.newSession(), config.iceberg)
+    if made_before:  # the table as an earlier version left it
+        session.sql("ALTER TABLE flatavro.shop.log RENAME COLUMN __partition TO _partition")
+    capsys.readouterr()
+
+    register(service, LOG_V2, topic)
+    send(kafka, service, topic, [{"op": "insert", "row": {"id": 3, "note": "c", "tag": "y"}}])
+    run(spark, config)
+    # Ids 1, 2, 3 in partitions 1, 2, 0 (produce_by_key): each its partition's first message.
+    assert sorted_rows(lake, "shop.log", "id", "note", "tag", "__partition", "_offset") == [
+        (1, "a", "x", 1, 0), (2, "b", "x", 2, 0), (3, "c", "y", 0, 0)]
+    assert "_partition" not in read_iceberg(lake, "shop.log").column_names
+    assert FILLING not in load(lake, "shop.log").properties
+    renamed = ("table flatavro.shop.log: column _partition renamed __partition (Iceberg "
+               "reserves _partition")
+    assert (renamed in capsys.readouterr().err) is made_before
+    # Once: the renamed table has nothing left to rename.
+    assert sinks_iceberg.rename_partition(
+        session, "shop.log", topic=topic,
+        latest=sinks_iceberg.iceberg_types(session.table("flatavro.shop.log").schema)) is None
+
+
 def test_a_micro_batch_applied_twice_is_skipped(
         spark: SparkSession, kafka: Broker, service: httpx.Client,  # noqa: F811
         tmp_path: Path) -> None:
@@ -286,7 +333,10 @@ def test_bulk_read_writes_an_iceberg_table_whole_that_the_stream_continues(
         bulk_read.run(spark, job)
     # Every change, replacing the table in one commit.
     bulk_read.run(spark, dataclasses.replace(job, materialize=False, overwrite=True))
-    assert read_iceberg(lake, "shop.bulk").num_rows == 4
+    every = read_iceberg(lake, "shop.bulk")
+    assert every.num_rows == 4
+    assert {"__partition", "_offset"} <= set(every.column_names)  # Iceberg's names
+    assert "_partition" not in every.column_names
     # The materialized state, then the stream from there on (a table rebuilt as the stream's
     # refusals suggest).
     bulk_read.run(spark, dataclasses.replace(job, overwrite=True))
