@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import datetime
 import multiprocessing
 import os
@@ -58,6 +59,7 @@ from service.bridge.conversion import Conversion, ConversionStep
 from service.bridge.options import BridgeOptions
 from service.bridge.source import SourceRecord
 from service.cdc.catalog import Protocol
+from service.cdc.large_message import LargeMessages
 from service.usecases.runtime import Runtime
 from service.usecases.settings import RuntimeSettings
 
@@ -411,6 +413,79 @@ def convert_apart(changes: list[tuple[str, int]], registry: Path,
         return pool.apply(convert_alone, (changes, registry, protocol))
 
 
+BIG_NOTE = "n" * (1 << 20)  # a 1 MB TEXT value: the rows TiCDC would not send whole
+CLAIM_EVERY = 100  # 1 % of the messages
+
+
+def claim_check_records(changes: list[tuple[str, int]], storage: Path | None
+                        ) -> list[SourceRecord]:
+    """The Canal-JSON messages with every `CLAIM_EVERY`th row's note 1 MB: sent whole
+    (`storage` None), or as TiCDC's claim-check writes them (`storage`: the object, TiCDC's
+    ``{"key", "value"}`` JSON, there; the Kafka message the handle key and the location)."""
+    records = []
+    for n, (kind, row_id) in enumerate(changes):
+        value = canal(kind, row_id, FIRST_TS + n)
+        if n % CLAIM_EVERY == CLAIM_EVERY // 2:
+            document = orjson.loads(value)
+            for row in document["data"] + (document["old"] or []):
+                row["note"] = BIG_NOTE
+            value = orjson.dumps(document)
+            if storage is not None:
+                name = f"{n}.json"
+                (storage / name).write_bytes(orjson.dumps(
+                    {"key": None, "value": base64.b64encode(value).decode()}))
+                document["data"] = [{"id": r["id"]} for r in document["data"]]
+                document["old"] = None if document["old"] is None else [
+                    {"id": r["id"]} for r in document["old"]]
+                document["_tidb"]["claimCheckLocation"] = f"file:///writer/claims/{name}"
+                value = orjson.dumps(document)
+        records.append(SourceRecord("canal", row_id % PARTITIONS, n, None, value))
+    return records
+
+
+def convert_records(records: list[SourceRecord], registry: Path,
+                    large: LargeMessages | None = None) -> float:
+    """msg/s of the conversion step (as `convert_alone`) on `records`."""
+    options = BridgeOptions(protocol=Protocol.CANAL_JSON, source_topic="canal",
+                            bootstrap_servers="", group_id="", instance_id="",
+                            topic_rule="alone_{schema}_{table}", register=True,
+                            large_messages=large or LargeMessages())
+    runtime = Runtime.start(RuntimeSettings(registry_db_path=str(registry)))
+    step = ConversionStep(options, runtime.converter)
+
+    async def convert_all() -> float:
+        try:
+            await step.convert(records[:BATCH], set_aside=False)
+            start = time.perf_counter()
+            for at in range(0, len(records), BATCH):
+                done = await step.convert(records[at:at + BATCH], set_aside=False)
+                assert isinstance(done, Conversion) and not done.bad
+            return len(records) / (time.perf_counter() - start)
+        finally:
+            await runtime.stop()
+
+    return asyncio.run(convert_all())
+
+
+def compare_claim_checks(changes: list[tuple[str, int]], work: Path, rounds: int) -> None:
+    """The conversion step on a topic where 1 % of the messages are claim-checks of 1 MB
+    rows (objects in a local directory) against the same topic sent whole, in turn."""
+    storage = work / "claims"
+    storage.mkdir()
+    whole = claim_check_records(changes, None)
+    claimed = claim_check_records(changes, storage)
+    large = LargeMessages(claim_check_storage_uri=f"file://{storage}")
+    ratios = []
+    for turn in range(rounds):
+        sent_whole = convert_records(whole, work / f"w{turn}.sqlite")
+        claim_checked = convert_records(claimed, work / f"k{turn}.sqlite", large)
+        ratios.append(claim_checked / sent_whole)
+        print(f"conversion, 1 % of {len(changes):,} messages 1 MB: sent whole {sent_whole:,.0f} "
+              f"msg/s, as claim-checks {claim_checked:,.0f} msg/s = "
+              f"{claim_checked / sent_whole:.2f}")
+    print(f"claim-checks vs whole, median (range) of {rounds}: {spread(ratios)} (target >= 0.8)")
+
+
 def compare_protocols(changes: list[tuple[str, int]], work: Path, rounds: int) -> None:
     """The conversion step on the same changes written in Debezium and in Canal-JSON, each in
     a child process, `rounds` times in turn: the Debezium rate over the Canal-JSON one."""
@@ -523,12 +598,14 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--conversion-only", action="store_true",
-                        help="only the conversion step, Debezium vs Canal-JSON (no Kafka)")
+                        help="only the conversion step: Debezium vs Canal-JSON, and 1 %% "
+                             "claim-checks vs the same messages whole (no Kafka)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="flatavro-bench-bridge-"))
     if args.conversion_only:
         try:
             compare_protocols(plan(args.messages), work, args.rounds)
+            compare_claim_checks(plan(args.messages // 4), work, args.rounds)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return

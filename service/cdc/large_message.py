@@ -15,13 +15,13 @@ path may differ from the reader's). Pure: reading the object is the caller's
 
 from __future__ import annotations
 
-import base64
 import binascii
 import enum
 from dataclasses import dataclass
 
 import cramjam
 import orjson
+import pybase64
 
 from service.cdc.errors import MessageFormatError
 from service.cdc.events import SourceMessage
@@ -151,8 +151,8 @@ def unwrapped(stored: bytes, settings: LargeMessages, *, location: str, framed: 
             f"(claim-check-raw-value=false); is claim-check-raw-value true in the changefeed?",
             field="claimCheckLocation", location=location)
     try:
-        raw_key = None if key is None else base64.b64decode(key, validate=True)
-        raw_value = base64.b64decode(value, validate=True)
+        raw_key = None if key is None else pybase64.b64decode(key, validate=True)
+        raw_value = pybase64.b64decode(value, validate=True)
     except binascii.Error as exc:
         raise MessageFormatError(f"claim-check object {location!r}: its key or value is not "
                                  f"base64 ({exc})", field="claimCheckLocation",
