@@ -384,24 +384,7 @@ def convert_alone(changes: list[tuple[str, int]], registry: Path,
     records = [record(n, kind, row_id) for n, (kind, row_id) in enumerate(changes)]
     if protocol is Protocol.DEBEZIUM:
         records.insert(0, SourceRecord("canal", 0, -1, *debezium_ddl(FIRST_TS - 1)))
-    options = BridgeOptions(protocol=protocol, source_topic="canal",
-                            bootstrap_servers="", group_id="", instance_id="",
-                            topic_rule="alone_{schema}_{table}", register=True)
-    runtime = Runtime.start(RuntimeSettings(registry_db_path=str(registry)))
-    step = ConversionStep(options, runtime.converter)
-
-    async def convert_all() -> float:
-        try:
-            await step.convert(records[:BATCH], set_aside=False)
-            start = time.perf_counter()
-            for at in range(0, len(records), BATCH):
-                done = await step.convert(records[at:at + BATCH], set_aside=False)
-                assert isinstance(done, Conversion) and not done.bad
-            return len(records) / (time.perf_counter() - start)
-        finally:
-            await runtime.stop()
-
-    return asyncio.run(convert_all())
+    return convert_records(records, registry, protocol=protocol)
 
 
 def convert_apart(changes: list[tuple[str, int]], registry: Path,
@@ -443,10 +426,13 @@ def claim_check_records(changes: list[tuple[str, int]], storage: Path | None
     return records
 
 
-def convert_records(records: list[SourceRecord], registry: Path,
+def convert_records(records: list[SourceRecord], registry: Path, *,
+                    protocol: Protocol = Protocol.CANAL_JSON,
                     large: LargeMessages | None = None) -> float:
-    """msg/s of the conversion step (as `convert_alone`) on `records`."""
-    options = BridgeOptions(protocol=Protocol.CANAL_JSON, source_topic="canal",
+    """msg/s of the conversion step on `records`, BATCH at a time, through `ConversionStep`
+    with the bridge's options and a fresh embedded registry (its schemas registered by an
+    untimed first batch)."""
+    options = BridgeOptions(protocol=protocol, source_topic="canal",
                             bootstrap_servers="", group_id="", instance_id="",
                             topic_rule="alone_{schema}_{table}", register=True,
                             large_messages=large or LargeMessages())
@@ -478,7 +464,7 @@ def compare_claim_checks(changes: list[tuple[str, int]], work: Path, rounds: int
     ratios = []
     for turn in range(rounds):
         sent_whole = convert_records(whole, work / f"w{turn}.sqlite")
-        claim_checked = convert_records(claimed, work / f"k{turn}.sqlite", large)
+        claim_checked = convert_records(claimed, work / f"k{turn}.sqlite", large=large)
         ratios.append(claim_checked / sent_whole)
         print(f"conversion, 1 % of {len(changes):,} messages 1 MB: sent whole {sent_whole:,.0f} "
               f"msg/s, as claim-checks {claim_checked:,.0f} msg/s = "
