@@ -14,6 +14,7 @@ from service.core.schema import (
     BigintUnsignedHandlingMode,
     DecimalHandlingMode,
     SchemaOptions,
+    TicdcRelease,
     generate_schemas,
 )
 
@@ -54,6 +55,11 @@ def add_schema_options(parser: argparse.ArgumentParser) -> None:
                         default=BigintUnsignedHandlingMode.LONG.value)
     parser.add_argument("--namespace", default="default",
                         help="namespace prefix (default: default)")
+    parser.add_argument("--ticdc-release", choices=[r.value for r in TicdcRelease],
+                        default=TicdcRelease.NEWEST.value,
+                        help="the TiCDC release line whose schemas to write where releases "
+                             "differ (default newest; tiflow-v8.5.2: tiflow v8.5.2-v8.5.7; "
+                             "tiflow-v8.3: tiflow v8.3-v8.5.1)")
 
 
 def schema_options(args: argparse.Namespace) -> SchemaOptions:
@@ -63,6 +69,7 @@ def schema_options(args: argparse.Namespace) -> SchemaOptions:
         decimal_handling_mode=DecimalHandlingMode(args.decimal_handling_mode),
         bigint_unsigned_handling_mode=BigintUnsignedHandlingMode(args.bigint_unsigned_handling_mode),
         namespace=args.namespace,
+        ticdc_release=TicdcRelease(args.ticdc_release),
     )
 
 

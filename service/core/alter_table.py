@@ -84,6 +84,8 @@ class TableDraft:
         if any(c.name.lower() == action.name.lower() for c in self.columns):
             raise ActionError(f"column `{action.name}` already exists")
         column, inline = column_definition(action, table_charset=None, real=False)
+        if not column.nullable and column.default is None:  # TiDB fills the rows: origin default
+            column = dataclasses.replace(column, added_without_default=True)
         self.columns.insert(self._position(action), column)
         self.indexes.extend(inline)
 

@@ -26,17 +26,49 @@ from service.core.domain import (
     normalize_set,
     to_float32,
 )
-from service.core.errors import InvalidDefaultError
+from service.core.errors import InvalidDefaultError, InvalidOptionError
 from service.core.mysql_types import MySQLType, TypeFamily
-from service.core.options import BigintUnsignedHandlingMode, SchemaOptions
+from service.core.options import BigintUnsignedHandlingMode, SchemaOptions, TicdcRelease
 from service.core.table import Column, ColumnType
 from service.core.temporal import TemporalFormatError, normalize_temporal
 
-__all__ = ["avro_default"]
+__all__ = ["avro_default", "release_default"]
 
 _CURRENT = frozenset({
     "CURRENT_TIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "NOW()", "LOCALTIME", "LOCALTIMESTAMP",
 })
+
+
+# The origin default TiDB gives a NOT NULL column added without DEFAULT (the value it fills
+# the existing rows with), as tiflow v8.3-v8.5.1 wrote it: checked against those encoders
+# (tests/core/golden/ticdc/releases) for these families only.
+_ORIGIN_DEFAULTS: dict[TypeFamily, str] = {
+    TypeFamily.INTEGER: "0", TypeFamily.DECIMAL: "0", TypeFamily.TEXT: "",
+}
+_ORIGIN_TEMPORAL = {MySQLType.DATETIME: "0000-00-00 00:00:00"}
+
+
+def release_default(column: Column, options: SchemaOptions) -> Column:
+    """`column` as the targeted TiCDC release line takes its default: tiflow v8.3-v8.5.1 gave
+    a NOT NULL column added without DEFAULT its origin default (`Column.added_without_default`).
+
+    Raises:
+        InvalidOptionError: that origin default is not known for the column's type.
+    """
+    if options.ticdc_release is not TicdcRelease.TIFLOW_V8_3 or not column.added_without_default:
+        return column
+    kind = column.type
+    origin = (_ORIGIN_DEFAULTS.get(kind.family) if kind.family is not TypeFamily.TEMPORAL
+              else _ORIGIN_TEMPORAL.get(kind.base))
+    if kind.family is TypeFamily.ENUM and kind.elements:
+        origin = kind.elements[0]
+    if origin is None:
+        raise InvalidOptionError(
+            f"column `{column.name}` was added NOT NULL without a DEFAULT: ticdc_release "
+            f"{options.ticdc_release.value} writes TiDB's origin default for it, which flatavro "
+            f"knows for integers, DECIMAL, text, DATETIME and ENUM only, not "
+            f"{_type_name(kind)}", option="ticdc_release", column=column.name)
+    return Column(column.name, kind, column.nullable, origin)
 
 
 def avro_default(column: Column, options: SchemaOptions) -> Any:

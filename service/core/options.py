@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from service.core.errors import InvalidOptionError
 
-__all__ = ["DecimalHandlingMode", "BigintUnsignedHandlingMode", "SchemaOptions"]
+__all__ = ["DecimalHandlingMode", "BigintUnsignedHandlingMode", "SchemaOptions", "TicdcRelease"]
 
 _E = TypeVar("_E", bound=enum.Enum)
 
@@ -27,6 +27,19 @@ class BigintUnsignedHandlingMode(enum.Enum):
     STRING = "string"
 
 
+class TicdcRelease(enum.Enum):
+    """The TiCDC release line whose schemas to write, where releases differ
+    (docs/flat-avro.md, "Where TiCDC releases differ"): NEWEST (pingcap/ticdc v8.5.4 and
+    later, tiflow master); TIFLOW_V8_5_2 (tiflow v8.5.2 to v8.5.7, and v9.0.0-beta.2.pre): a
+    nullable column with the text default ``'null'`` is ``["null", T]``; TIFLOW_V8_3 (tiflow
+    v8.3 to v8.5.1): such a table cannot be encoded, and a NOT NULL column added without a
+    DEFAULT takes its origin default as the field's default."""
+
+    NEWEST = "newest"
+    TIFLOW_V8_5_2 = "tiflow-v8.5.2"
+    TIFLOW_V8_3 = "tiflow-v8.3"
+
+
 @dataclass(frozen=True, slots=True)
 class SchemaOptions:
     """How key/value schemas and values are produced (TiCDC's sink options).
@@ -37,12 +50,14 @@ class SchemaOptions:
         decimal_handling_mode: PRECISE (bytes + decimal logical type) or STRING.
         bigint_unsigned_handling_mode: LONG (int64 bit pattern) or STRING.
         namespace: the first part of every record namespace (TiCDC's changefeed namespace).
+        ticdc_release: the TiCDC release line whose schemas to write (`TicdcRelease`).
     """
 
     enable_tidb_extension: bool = False
     decimal_handling_mode: DecimalHandlingMode = DecimalHandlingMode.PRECISE
     bigint_unsigned_handling_mode: BigintUnsignedHandlingMode = BigintUnsignedHandlingMode.LONG
     namespace: str = "default"
+    ticdc_release: TicdcRelease = TicdcRelease.NEWEST
 
     @classmethod
     def from_strings(
@@ -52,6 +67,7 @@ class SchemaOptions:
         decimal_handling_mode: str = "precise",
         bigint_unsigned_handling_mode: str = "long",
         namespace: str = "default",
+        ticdc_release: str = "newest",
     ) -> SchemaOptions:
         """Build options from their wire spellings.
 
@@ -66,6 +82,7 @@ class SchemaOptions:
                                                   bigint_unsigned_handling_mode,
                                                   option="bigint_unsigned_handling_mode"),
             namespace=namespace,
+            ticdc_release=_member(TicdcRelease, ticdc_release, option="ticdc_release"),
         )
 
 

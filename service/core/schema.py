@@ -10,15 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from service.core.defaults import avro_default
+from service.core.defaults import avro_default, release_default
 from service.core.domain import escape_enum_members
-from service.core.errors import NameCollisionError
+from service.core.errors import InvalidDefaultError, NameCollisionError
 from service.core.mysql_types import MySQLType, TypeFamily
 from service.core.naming import sanitize_name
 from service.core.options import (
     BigintUnsignedHandlingMode,
     DecimalHandlingMode,
     SchemaOptions,
+    TicdcRelease,
 )
 from service.core.table import Column, ColumnType, Table
 
@@ -26,6 +27,7 @@ __all__ = [
     "BigintUnsignedHandlingMode",
     "DecimalHandlingMode",
     "SchemaOptions",
+    "TicdcRelease",
     "SchemaPair",
     "EXTENSION_FIELDS",
     "generate_schemas",
@@ -124,6 +126,7 @@ def record_namespace(schema: str, options: SchemaOptions) -> str:
 
 def _field(column: Column, options: SchemaOptions) -> dict[str, Any]:
     avro = column_avro_type(column.type, options)
+    column = release_default(column, options)
     default = avro_default(column, options)  # validated even when not emitted
     name = sanitize_name(column.name)
     if "logicalType" in avro:  # precise DECIMAL never carries its default
@@ -133,10 +136,30 @@ def _field(column: Column, options: SchemaOptions) -> dict[str, Any]:
     if column.nullable:
         if default is None:
             return {"default": None, "name": name, "type": ["null", avro]}
+        if default == "null" and options.ticdc_release is not TicdcRelease.NEWEST:
+            return _null_text_default(column, avro=avro, options=options)
         return {"default": default, "name": name, "type": [avro, "null"]}
     if default is None:
         return {"name": name, "type": avro}
     return {"default": default, "name": name, "type": avro}
+
+
+def _null_text_default(column: Column, *, avro: dict[str, Any], options: SchemaOptions
+                       ) -> dict[str, Any]:
+    """A nullable column whose default is the text ``'null'``, as the older release lines
+    wrote it: tiflow v8.5.2-v8.5.7 put null first; v8.3-v8.5.1 could not encode it (goavro
+    took the default ``"null"`` for a null, which ``[T, "null"]`` refuses: pingcap/tiflow#11994).
+
+    Raises:
+        InvalidDefaultError: the v8.3-v8.5.1 line, which refused such a table.
+    """
+    if options.ticdc_release is TicdcRelease.TIFLOW_V8_3:
+        raise InvalidDefaultError(
+            f"column `{column.name}`: a nullable column with the text default 'null' cannot be "
+            f"encoded by the ticdc_release {options.ticdc_release.value} line (TiCDC refused "
+            f"the table: pingcap/tiflow#11994); choose tiflow-v8.5.2 or newest",
+            column=column.name)
+    return {"default": "null", "name": sanitize_name(column.name), "type": ["null", avro]}
 
 
 def _check_names(table: Table, options: SchemaOptions) -> None:

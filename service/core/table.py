@@ -124,13 +124,18 @@ class Column:
 
     ``default`` is the column default as TiDB stores it (a string such as ``"0"``,
     ``"abc"``, ``"CURRENT_TIMESTAMP"``, or a JSON number/bool from a TableSchema); None means
-    no default or DEFAULT NULL, which flat-avro treats alike.
+    no default or DEFAULT NULL, which flat-avro treats alike. ``added_without_default``: the
+    column was added by ``ALTER TABLE ... ADD COLUMN`` NOT NULL without a DEFAULT, so TiDB gave
+    it an *origin* default (the value it filled the existing rows with), which TiCDC v8.3 to
+    v8.5.1 wrote as the field's default (`options.TicdcRelease`); known only to a table followed
+    through its DDL, and not part of the table's identity.
     """
 
     name: str
     type: ColumnType
     nullable: bool = True
     default: str | int | float | bool | None = None
+    added_without_default: bool = field(default=False, compare=False)
 
     @property
     def has_default(self) -> bool:

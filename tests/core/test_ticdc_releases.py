@@ -2,7 +2,9 @@
 its README.md says how they were built and what is not the tag's own): the same statements
 give byte-identical key and value schemas, except for the two release-line differences
 docs/flat-avro.md names ("Where TiCDC releases differ"), each asserted here as it stands:
-flatavro follows the newest TiCDC, which neither tag here is for the `'null'` default."""
+flatavro follows the newest TiCDC, which neither tag here is for the `'null'` default. With
+the option naming each tag's release line (`ticdc_release`), every schema is the tag's own,
+byte for byte, and the table the tag refused is refused."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from service.core.alter import apply_ddl
+from service.core.errors import InvalidDefaultError
 from service.core.options import SchemaOptions
 from service.core.schema import generate_schemas
 from service.core.schema_text import schema_text
@@ -76,3 +79,27 @@ def test_schemas_equal_each_tags_but_where_the_release_lines_differ(
         assert _without_defaults(theirs, added) == _without_defaults(value, added)
         return
     assert theirs == value
+
+
+RELEASE_OF = {"v8.5.1": "tiflow-v8.3", "v8.5.7": "tiflow-v8.5.2",
+              "v9.0.0-beta.2.pre": "tiflow-v8.5.2"}
+
+
+@pytest.mark.parametrize(("tag", "table", "encoding"),
+                         [p for t in TAGS for p in _encodings(t)])
+def test_targeting_the_release_line_writes_its_schemas_byte_for_byte(
+        tag: str, table: Table, encoding: dict[str, Any]) -> None:
+    options = SchemaOptions.from_strings(
+        enable_tidb_extension=encoding["enable_tidb_extension"],
+        decimal_handling_mode=encoding["avro_decimal_handling_mode"],
+        bigint_unsigned_handling_mode=encoding["avro_bigint_unsigned_handling_mode"],
+        ticdc_release=RELEASE_OF[tag])
+    if encoding["value_schema"] is None:  # TiCDC refused the table: so does flatavro
+        with pytest.raises(InvalidDefaultError, match="pingcap/tiflow#11994"):
+            generate_schemas(table, options)
+        return
+    pair = generate_schemas(table, options)
+    assert pair.key_schema is not None
+    assert schema_text(pair.key_schema) == encoding["key_schema"]
+    assert schema_text(pair.value_schema) == encoding["value_schema"]
+

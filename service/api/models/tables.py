@@ -33,6 +33,10 @@ class OptionsModel(BaseModel):
     decimal_handling_mode: Literal["precise", "string"] = "precise"
     bigint_unsigned_handling_mode: Literal["long", "string"] = "long"
     namespace: str = "default"
+    ticdc_release: Literal["newest", "tiflow-v8.5.2", "tiflow-v8.3"] = Field(
+        "newest", description="The TiCDC release line whose schemas to write where releases "
+                              "differ: newest; tiflow-v8.5.2 (tiflow v8.5.2 to v8.5.7, "
+                              "v9.0.0-beta.2.pre); tiflow-v8.3 (tiflow v8.3 to v8.5.1)")
 
     def schema_options(self) -> SchemaOptions:
         """As core `SchemaOptions`."""
