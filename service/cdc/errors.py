@@ -8,7 +8,7 @@ import orjson
 
 from service.core.errors import InvalidInputError
 
-__all__ = ["MessageFormatError", "handle_key_only", "json_object_value"]
+__all__ = ["MessageFormatError", "handle_key_only", "json_object_or_empty", "json_object_value"]
 
 
 class MessageFormatError(InvalidInputError):
@@ -38,6 +38,18 @@ def json_object_value(value: bytes | None, protocol: str) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise MessageFormatError("the value is not a JSON object", part="value")
     return document
+
+
+def json_object_or_empty(value: bytes | None) -> dict[str, Any]:
+    """`value` parsed as a JSON object, else an empty one (for a look at a message's shape
+    before its decoder reads it, never for the decoding itself)."""
+    if not value or not value.lstrip().startswith(b"{"):
+        return {}
+    try:
+        document = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return {}
+    return document if isinstance(document, dict) else {}
 
 
 def handle_key_only(where: tuple[str, str], *, key: Any, commit_ts: int, flag: str,

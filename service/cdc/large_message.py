@@ -20,10 +20,9 @@ import enum
 from dataclasses import dataclass
 
 import cramjam
-import orjson
 import pybase64
 
-from service.cdc.errors import MessageFormatError
+from service.cdc.errors import MessageFormatError, json_object_or_empty
 from service.cdc.events import SourceMessage
 
 __all__ = ["Compression", "LargeMessages", "claim_check_location", "decompressed",
@@ -99,23 +98,15 @@ def claim_check_location(message: SourceMessage) -> str | None:
     ``ccl``. Only messages that hold the word are parsed."""
     value, key = message.value or b"", message.key or b""
     if b"claimCheckLocation" in value and value.lstrip().startswith(b"{"):
-        document = _json(value)
+        document = json_object_or_empty(value)
         extension = document.get("_tidb")
         found = (extension.get("claimCheckLocation") if isinstance(extension, dict) else None
                  ) or document.get("claimCheckLocation")
         return found if isinstance(found, str) and found else None
     if b'"ccl"' in key and len(key) > 16:
-        found = _json(key[16:16 + int.from_bytes(key[8:16], "big")]).get("ccl")
+        found = json_object_or_empty(key[16:16 + int.from_bytes(key[8:16], "big")]).get("ccl")
         return found if isinstance(found, str) and found else None
     return None
-
-
-def _json(data: bytes) -> dict[str, object]:
-    try:
-        document = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return {}
-    return document if isinstance(document, dict) else {}
 
 
 def object_name(location: str) -> str:
@@ -143,7 +134,7 @@ def unwrapped(stored: bytes, settings: LargeMessages, *, location: str, framed: 
     compression = settings.compression
     if settings.claim_check_raw_value:
         return None, _object_part(stored, compression, location=location, framed=framed)
-    document = _json(stored)
+    document = json_object_or_empty(stored)
     key, value = document.get("key"), document.get("value")
     if not isinstance(value, str) or not (key is None or isinstance(key, str)):
         raise MessageFormatError(

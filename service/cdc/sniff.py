@@ -3,12 +3,8 @@ Canal-JSON topic read as Open Protocol should say so, not only "the message need
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
-
 from service.cdc.catalog import Protocol
-from service.cdc.errors import MessageFormatError
+from service.cdc.errors import MessageFormatError, json_object_or_empty
 from service.cdc.events import SourceMessage
 from service.cdc.simple.avro import is_avro
 
@@ -31,7 +27,7 @@ def likely_protocol(message: SourceMessage) -> Protocol | None:
         return Protocol.OPEN_PROTOCOL
     if is_avro(message.value):
         return Protocol.SIMPLE
-    document = _json_object(message.value)
+    document = json_object_or_empty(message.value)
     if "isDdl" in document and ("pkNames" in document or "mysqlType" in document):
         return Protocol.CANAL_JSON
     if {"version", "type", "commitTs"} <= document.keys():
@@ -57,13 +53,3 @@ def with_protocol_hint(error: MessageFormatError, *, protocol: Protocol,
     hinted.__cause__ = error
     return hinted
 
-
-def _json_object(value: bytes | None) -> dict[str, Any]:
-    """`value` parsed as a JSON object, else an empty one."""
-    if not value or not value.lstrip().startswith(b"{"):
-        return {}
-    try:
-        document = orjson.loads(value)
-    except orjson.JSONDecodeError:
-        return {}
-    return document if isinstance(document, dict) else {}

@@ -87,10 +87,9 @@ def _read(path: Path, *, location: str) -> bytes:
                 f"claim-check object {location!r} is not in the storage ({path} does not "
                 f"exist)", field="claimCheckLocation", location=location) from None
         except OSError as exc:
-            if attempt == READ_ATTEMPTS:
-                raise MessageFormatError(
-                    f"claim-check object {location!r} cannot be read from {path} after "
-                    f"{READ_ATTEMPTS} attempts: {exc.strerror or exc}",
-                    field="claimCheckLocation", location=location) from None
-            time.sleep(_RETRY_SECONDS * attempt)
-    raise AssertionError("unreachable")
+            failure = exc
+            time.sleep(_RETRY_SECONDS * attempt if attempt < READ_ATTEMPTS else 0)
+    raise MessageFormatError(
+        f"claim-check object {location!r} cannot be read from {path} after {READ_ATTEMPTS} "
+        f"attempts: {failure.strerror or failure}", field="claimCheckLocation",
+        location=location)

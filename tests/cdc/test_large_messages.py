@@ -104,7 +104,7 @@ def _message(label: str, index: int) -> SourceMessage:
 ])
 def test_what_cannot_be_made_whole_is_refused_naming_why(label: str, settings: LargeMessages,
                                                          text: str) -> None:
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(MessageFormatError) as caught:
         whole(_message(label, 1), settings, framed=False)
     assert text in str(caught.value)
 
@@ -124,7 +124,7 @@ def test_a_truncated_object_and_a_bad_location_are_refused(tmp_path: Path,
                for p in problems)
     value = orjson.loads(_message("canal-json_claim-check_none_raw-false", 1).value or b"")
     value["_tidb"]["claimCheckLocation"] = "file:///tmp/.."
-    with pytest.raises(Exception, match="names no object"):
+    with pytest.raises(MessageFormatError, match="names no object"):
         whole(SourceMessage(0, None, orjson.dumps(value)),
               LargeMessages(claim_check_storage_uri=f"file://{tmp_path}"), framed=False)
 

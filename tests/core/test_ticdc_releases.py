@@ -40,11 +40,18 @@ def _encodings(tag: str) -> list[Any]:
     return out
 
 
-def _schemas(table: Table, encoding: dict[str, Any]) -> tuple[str, str]:
-    pair = generate_schemas(table, SchemaOptions.from_strings(
+def _options(encoding: dict[str, Any], *, release: str = "newest") -> SchemaOptions:
+    """The options the tag encoded with, targeting `release`."""
+    return SchemaOptions.from_strings(
         enable_tidb_extension=encoding["enable_tidb_extension"],
         decimal_handling_mode=encoding["avro_decimal_handling_mode"],
-        bigint_unsigned_handling_mode=encoding["avro_bigint_unsigned_handling_mode"]))
+        bigint_unsigned_handling_mode=encoding["avro_bigint_unsigned_handling_mode"],
+        ticdc_release=release)
+
+
+def _schemas(table: Table, encoding: dict[str, Any], *, release: str = "newest"
+             ) -> tuple[str, str]:
+    pair = generate_schemas(table, _options(encoding, release=release))
     assert pair.key_schema is not None
     return schema_text(pair.key_schema), schema_text(pair.value_schema)
 
@@ -89,17 +96,10 @@ RELEASE_OF = {"v8.5.1": "tiflow-v8.3", "v8.5.7": "tiflow-v8.5.2",
                          [p for t in TAGS for p in _encodings(t)])
 def test_targeting_the_release_line_writes_its_schemas_byte_for_byte(
         tag: str, table: Table, encoding: dict[str, Any]) -> None:
-    options = SchemaOptions.from_strings(
-        enable_tidb_extension=encoding["enable_tidb_extension"],
-        decimal_handling_mode=encoding["avro_decimal_handling_mode"],
-        bigint_unsigned_handling_mode=encoding["avro_bigint_unsigned_handling_mode"],
-        ticdc_release=RELEASE_OF[tag])
     if encoding["value_schema"] is None:  # TiCDC refused the table: so does flatavro
         with pytest.raises(InvalidDefaultError, match="pingcap/tiflow#11994"):
-            generate_schemas(table, options)
+            _schemas(table, encoding, release=RELEASE_OF[tag])
         return
-    pair = generate_schemas(table, options)
-    assert pair.key_schema is not None
-    assert schema_text(pair.key_schema) == encoding["key_schema"]
-    assert schema_text(pair.value_schema) == encoding["value_schema"]
+    assert _schemas(table, encoding, release=RELEASE_OF[tag]) == (
+        encoding["key_schema"], encoding["value_schema"])
 
