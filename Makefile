@@ -109,11 +109,11 @@ $(SERVICE): pyproject.toml service/core/_flatread.c
 	@touch $@
 
 $(EXTRAS): $(SERVICE) pyproject.toml
-	@echo "installing the spark and dev extras into $(VENV): pyspark (~435 MB download, ~470 MB" \
+	@echo "installing the spark, aws and dev extras into $(VENV): boto3 and moto (~40 MB), pyspark (~435 MB download, ~470 MB" \
 		"installed; pip builds it from its source archive the first time, then reuses the" \
 		"wheel from its cache), delta-spark and delta-rs with pyarrow (~95 MB download," \
 		"~300 MB installed) and the test tools (~25 MB download, ~70 MB installed)"
-	$(PIP) -e '.[spark,dev]'
+	$(PIP) -e '.[spark,aws,dev]'
 	@touch $@
 
 # spark-avro / spark-sql-kafka at the pyspark version, hadoop-aws at its Hadoop, and a Kafka

@@ -18,7 +18,7 @@ WORKDIR /opt/flatavro
 COPY pyproject.toml README.md ./
 COPY service ./service
 COPY spark_jobs ./spark_jobs
-RUN pip install --no-cache-dir '.[spark]' \
+RUN pip install --no-cache-dir '.[spark,aws]' \
     && useradd --system --create-home spark \
     && mkdir /lake && chown spark:spark /lake
 COPY deploy/docker/spark-entrypoint.sh /opt/flatavro/
