@@ -41,9 +41,9 @@ from service.codec.offload import run_cpu
 from service.codec.resolver import BoundSchema, SchemaResolver, TopicSchemas
 from service.codec.table_versions import Group, keyed
 from service.codec.targets import Target, Targets
-from service.codec.writer import ChangeWriter, Framed
+from service.codec.writer import ChangeWriter, Framed, header_of
 from service.core.errors import InvalidInputError, RowValidationError
-from service.core.framing import HEADER_SIZE, frame
+from service.core.framing import unframe_any
 from service.core.naming import parse_topic_rule
 from service.core.options import SchemaOptions
 from service.core.schema import SchemaPair
@@ -249,7 +249,7 @@ def _reframed(messages: list[Framed], schemas: TopicSchemas) -> list[Framed]:
     def header(bound: BoundSchema | None, data: bytes | None) -> bytes | None:
         if data is None or bound is None:
             return data
-        return frame(bound.registered.id, data[HEADER_SIZE:])
+        return header_of(bound.registered) + data[unframe_any(data).start:]
 
     return [(op, header(schemas.key, key), header(schemas.value, value))
             for op, key, value in messages]

@@ -1,7 +1,9 @@
-"""Batch decode: Confluent-framed key/value messages -> plain-JSON rows.
+"""Batch decode: Confluent- or AWS Glue-framed key/value messages -> plain-JSON rows.
 
-Each part is ``0x00 | schema id (4 bytes BE) | Avro body``; the id is resolved through the
-resolver's cache. A null value is a delete (a tombstone). Every problem of the batch is
+Each part is ``0x00 | schema id (4 bytes BE) | Avro body`` (Confluent) or ``0x03 | compression
+| schema version UUID (16 bytes) | Avro body`` (Glue, with a glue:// registry); the id is
+resolved through the resolver's cache (a Glue part's schema id is its version's UUID).
+A null value is a delete (a tombstone). Every problem of the batch is
 reported with the message index, the part, the byte offset within that part's bytes and,
 once the id is known, the schema id, the subject it is registered under and the field where
 decoding stopped, in plain words.
@@ -10,6 +12,7 @@ decoding stopped, in plain words.
 from __future__ import annotations
 
 import binascii
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +24,7 @@ from service.codec.errors import InvalidMessagesError, InvalidRequestError
 from service.codec.offload import run_cpu
 from service.codec.resolver import SchemaResolver
 from service.core.errors import FramingError
-from service.core.framing import HEADER_SIZE, unframe
+from service.core.framing import unframe_any
 from service.core.record_codec import BodyDecodeError, RecordCodec
 from service.core.record_schema import NotFlatAvroError
 from service.registry.errors import SchemaNotFoundError
@@ -39,7 +42,7 @@ class DecodedBatch:
 class _PartError(ValueError):
     """Why one part does not decode: the reason, the byte offset and what is known of it."""
 
-    def __init__(self, reason: str, offset: int | None, *, schema_id: int | None = None,
+    def __init__(self, reason: str, offset: int | None, *, schema_id: int | str | None = None,
                  field: str | None = None) -> None:
         super().__init__(reason)
         self.offset, self.schema_id, self.field = offset, schema_id, field
@@ -77,8 +80,7 @@ def _decoded_batch(out: list[dict[str, Any]]) -> DecodedBatch:
     return DecodedBatch(orjson.dumps({"messages": out}), len(out))
 
 
-def _decode_frames(frames: list[tuple[_Framed, _Framed]],
-                   codecs: dict[tuple[int, bool], RecordCodec | _PartError]
+def _decode_frames(frames: list[tuple[_Framed, _Framed]], codecs: _Codecs
                    ) -> tuple[list[dict[str, Any]], list[_Failure]]:
     """Decode every frame: the messages, and the parts that do not decode."""
     out = []
@@ -95,8 +97,13 @@ def _decode_frames(frames: list[tuple[_Framed, _Framed]],
     return out, failures
 
 
-_Framed = tuple[int, bool, bytes] | _PartError | None
-"""A part as (schema id, is key, the framed message), or why it is not a frame, or None."""
+_Framed = tuple[int | uuid.UUID, bool, bytes, int] | _PartError | None
+"""A part as (schema id or Glue version, is key, the bytes, the Avro body's offset in them),
+or why it is not a frame, or None."""
+
+_Codecs = dict[tuple[int | uuid.UUID, bool], tuple[int | str, RecordCodec] | _PartError]
+"""Each (schema id or Glue version, is key) of a batch: (the id answers name, codec), or why
+it does not resolve."""
 
 
 def _frames_of(messages: list[Any], to_bytes: Callable[[str], bytes]
@@ -126,42 +133,48 @@ def _frame_of(text: Any, to_bytes: Callable[[str], bytes], *, key: bool) -> _Fra
 
 def _frame_bytes(raw: bytes, *, key: bool) -> _Framed:
     try:
-        schema_id, _ = unframe(raw)
+        parsed = unframe_any(raw)
     except FramingError as exc:
         return _PartError(exc.message, exc.details.get("offset"))
-    return schema_id, key, raw
+    return parsed.schema, key, parsed.data, parsed.start
 
 
 async def _codecs_for(resolver: SchemaResolver, frames: list[tuple[_Framed, _Framed]]
-                      ) -> dict[tuple[int, bool], RecordCodec | _PartError]:
-    """Each distinct (schema id, key) of the batch resolved once."""
+                      ) -> _Codecs:
+    """Each distinct (schema id or Glue version, key) of the batch resolved once."""
     wanted = {(f[0], f[1]) for parts in frames for f in parts if isinstance(f, tuple)}
-    codecs: dict[tuple[int, bool], RecordCodec | _PartError] = {}
-    for schema_id, key in wanted:
+    codecs: _Codecs = {}
+    for schema, key in wanted:
+        named = schema if isinstance(schema, int) else str(schema)
+        what, offset = ((f"schema id {schema}", 1) if isinstance(schema, int) else
+                        (f"AWS Glue schema version {schema}", 2))
         try:
-            codecs[schema_id, key] = await resolver.codec(schema_id, key=key)
-        except SchemaNotFoundError:
-            codecs[schema_id, key] = _PartError(
-                f"schema id {schema_id} (at offset 1) is not in the registry", 1,
-                schema_id=schema_id)
+            if isinstance(schema, int):
+                codecs[schema, key] = named, await resolver.codec(schema, key=key)
+            else:
+                codecs[schema, key] = named, (await resolver.glue_codec(schema, key=key))[1]
+        except SchemaNotFoundError as exc:
+            reason = exc.message if isinstance(schema, uuid.UUID) else "is not in the registry"
+            codecs[schema, key] = _PartError(f"{what} (at offset {offset}) {reason}", offset,
+                                             schema_id=named)
         except NotFlatAvroError as exc:
-            codecs[schema_id, key] = _PartError(f"schema id {schema_id}: {exc.message}", 1,
-                                                schema_id=schema_id)
+            codecs[schema, key] = _PartError(f"{what}: {exc.message}", offset, schema_id=named)
     return codecs
 
 
-def _decode_frame(framed: _Framed, codecs: dict[tuple[int, bool], RecordCodec | _PartError]
-                  ) -> tuple[dict[str, Any] | None, int | None]:
+def _decode_frame(framed: _Framed, codecs: _Codecs
+                  ) -> tuple[dict[str, Any] | None, int | str | None]:
     if framed is None:
         return None, None
     if isinstance(framed, _PartError):
         raise framed
-    schema_id, key, raw = framed
-    codec = codecs[schema_id, key]
-    if isinstance(codec, _PartError):
-        raise codec
+    schema, key, data, start = framed
+    resolved = codecs[schema, key]
+    if isinstance(resolved, _PartError):
+        raise resolved
+    schema_id, codec = resolved
     try:
-        return codec.decode(raw, HEADER_SIZE), schema_id
+        return codec.decode(data, start), schema_id
     except BodyDecodeError as exc:  # offsets count from the message's first byte
         raise _PartError(str(exc), exc.offset, schema_id=schema_id, field=exc.field) from exc
 
@@ -196,8 +209,8 @@ def _bytes_of(text: Any, to_bytes: Callable[[str], bytes]) -> bytes:
 
 async def _errors(resolver: SchemaResolver, failures: list[_Failure]) -> list[dict[str, Any]]:
     """The error entries, each schema id named with its subject (asked once per id)."""
-    ids = {f[2].schema_id for f in failures if f[2].schema_id is not None}
-    subjects: dict[int | None, list[str]] = {
+    ids = {f[2].schema_id for f in failures if isinstance(f[2].schema_id, int)}
+    subjects: dict[int | str | None, list[str]] = {
         schema_id: await resolver.subjects_of(schema_id) for schema_id in ids}
     return [_error(failure, subjects.get(failure[2].schema_id, [])) for failure in failures]
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.core.lru import LRU
 from service.core.naming import SubjectKind, subject_for
 from service.core.record_codec import RecordCodec
-from service.registry.errors import RegistryError, SubjectNotFoundError
+from service.registry.errors import RegistryError, SchemaNotFoundError, SubjectNotFoundError
 from service.registry.interface import SchemaRegistry
 from service.registry.model import RegisteredSchema
 
@@ -73,6 +74,23 @@ class SchemaResolver:
         codec = RecordCodec(json.loads(text), allow_extra=key)
         self._codecs.put((schema_id, key), codec)
         return codec
+
+    async def glue_codec(self, glue_id: uuid.UUID, *, key: bool = False
+                         ) -> tuple[RegisteredSchema, RecordCodec]:
+        """The schema version an AWS Glue frame names, and its codec.
+
+        Raises:
+            SchemaNotFoundError: Glue has no such version, or the registry is not Glue's.
+            NotFlatAvroError: the schema is not a flat-avro record.
+        """
+        version = getattr(self._registry, "glue_version", None)
+        if version is None:
+            raise SchemaNotFoundError(
+                f"the message is AWS Glue-framed (schema version {glue_id}) but the registry "
+                f"is not AWS Glue's (FLATAVRO_REGISTRY_URL=glue://<registry name>)",
+                glue_schema_version_id=str(glue_id))
+        registered: RegisteredSchema = await version(glue_id)
+        return registered, await self.codec(registered.id, key=key)
 
     async def subjects_of(self, schema_id: int) -> list[str]:
         """The subjects an id is registered under (soft-deleted ones too), sorted.

@@ -12,9 +12,10 @@ from typing import Any
 
 from service.codec.resolver import TopicSchemas
 from service.core.errors import InvalidValueError, RowValidationError
-from service.core.framing import frame
+from service.core.framing import frame, glue_frame
+from service.registry.model import RegisteredSchema
 
-__all__ = ["ChangeWriter", "Framed"]
+__all__ = ["ChangeWriter", "Framed", "header_of"]
 
 Framed = tuple[str, bytes | None, bytes | None]
 """(op, framed key or None, framed value or None) of one Kafka message."""
@@ -28,8 +29,8 @@ class ChangeWriter:
     def __init__(self, schemas: TopicSchemas) -> None:
         self._key = schemas.key.codec if schemas.key else None
         self._value = schemas.value.codec
-        self._key_prefix = frame(schemas.key.registered.id, b"") if schemas.key else b""
-        self._value_prefix = frame(schemas.value.registered.id, b"")
+        self._key_prefix = header_of(schemas.key.registered) if schemas.key else b""
+        self._value_prefix = header_of(schemas.value.registered)
 
     def write(self, op: str, row: dict[str, Any] | None, *, old_row: dict[str, Any] | None,
               commit_ts: int) -> list[Framed]:
@@ -71,6 +72,14 @@ class ChangeWriter:
 
     def _key_bytes(self, row: dict[str, Any]) -> bytes | None:
         return None if self._key is None else self._key_prefix + self._key.encode(row)
+
+
+def header_of(registered: RegisteredSchema) -> bytes:
+    """The frame header of a registered schema: AWS Glue's for a Glue schema version,
+    Confluent's otherwise."""
+    if registered.glue_id is not None:
+        return glue_frame(registered.glue_id, b"")
+    return frame(registered.id, b"")
 
 
 def _checked(encode: Callable[[dict[str, Any]], Any], row: dict[str, Any], *,

@@ -168,6 +168,7 @@ class InvalidTopicRuleError(InvalidInputError):
 
 
 class FramingError(InvalidInputError):
-    """Bytes are not a Confluent wire-format frame (magic byte, truncated header)."""
+    """Bytes are not a Confluent or AWS Glue wire-format frame (magic byte, truncated header,
+    unknown compression)."""
 
     code = "invalid_frame"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import uuid
 from dataclasses import dataclass
 
 __all__ = ["RegisteredSchema", "RegistryMode", "LATEST"]
@@ -13,13 +14,17 @@ LATEST = "latest"
 
 @dataclass(frozen=True, slots=True)
 class RegisteredSchema:
-    """A schema as a registry holds it under one subject."""
+    """A schema as a registry holds it under one subject.
+
+    `glue_id` is the schema version id of AWS Glue's registry (its frames carry that, not
+    `id`, which is then a number this process gave the version: Glue has no global ids)."""
 
     subject: str
     version: int
     id: int
     schema: str
     schema_type: str = "AVRO"
+    glue_id: uuid.UUID | None = None
 
 
 class RegistryMode(enum.Enum):

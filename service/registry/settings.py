@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.registry.client import RegistryClientConfig
+from service.registry.glue import GlueLocation, GlueSchemaRegistry
 
 __all__ = ["RegistrySettings", "redacted_url"]
 
@@ -37,7 +38,8 @@ class RegistrySettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FLATAVRO_", extra="ignore", frozen=True)
 
     registry_url: str | None = Field(
-        None, description="A Confluent-compatible registry (with any path prefix)")
+        None, description="A Confluent-compatible registry (with any path prefix), or AWS "
+                          "Glue's: glue://<registry name>[?region=...&endpoint=...]")
     registry_username: str | None = None
     registry_password: SecretStr | None = None
     registry_bearer_token: SecretStr | None = None
@@ -51,6 +53,23 @@ class RegistrySettings(BaseSettings):
     registry_breaker_seconds: float = Field(
         5.0, gt=0, description="How long registry calls then fail at once (503) before one "
                                "call probes the registry again")
+
+    registry_glue_compatibility: str = Field(
+        "BACKWARD", pattern="^(NONE|DISABLED|BACKWARD|BACKWARD_ALL|FORWARD|FORWARD_ALL|FULL|"
+                            "FULL_ALL)$",
+        description="The compatibility of Glue schemas flatavro creates (Glue's default; "
+                    "TiCDC creates its own with NONE)")
+
+    def glue_registry(self) -> GlueSchemaRegistry:
+        """The AWS Glue registry `registry_url` names (``glue://``).
+
+        Raises:
+            ValueError: the URL is not a valid glue:// URL.
+        """
+        assert self.registry_url
+        return GlueSchemaRegistry(GlueLocation.parse(self.registry_url),
+                                  timeout=self.registry_timeout,
+                                  compatibility=self.registry_glue_compatibility)
 
     def client_config(self) -> RegistryClientConfig:
         """The `HttpSchemaRegistry` configuration these settings describe.

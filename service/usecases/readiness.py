@@ -8,6 +8,7 @@ from typing import Any
 
 from service.core.errors import ServiceError
 from service.registry.client import HttpSchemaRegistry
+from service.registry.glue import GlueSchemaRegistry
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.errors import (
     RegistryError,
@@ -32,7 +33,8 @@ class NotReadyError(ServiceError):
         self.retry_after = retry_after
 
 
-async def check_remote(remote: HttpSchemaRegistry, timeout: float) -> None:
+async def check_remote(remote: HttpSchemaRegistry | GlueSchemaRegistry, timeout: float
+                       ) -> None:
     """Probe the external registry once, within `timeout` seconds (at once while its circuit
     breaker is open).
 

@@ -20,6 +20,7 @@ from service.core.table import Table
 from service.registry.client import HttpSchemaRegistry
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.embedded.store import StoreChanges
+from service.registry.glue import GlueSchemaRegistry, is_glue_url
 from service.registry.instrumented import InstrumentedRegistry
 from service.registry.interface import SchemaRegistry
 from service.registry.tables import TableRegistration, register_table
@@ -38,7 +39,7 @@ class Runtime:
     registry: SchemaRegistry
     resolver: SchemaResolver
     embedded: EmbeddedRegistry | None
-    remote: HttpSchemaRegistry | None
+    remote: HttpSchemaRegistry | GlueSchemaRegistry | None
     changes: StoreChanges | None = None  # commits to the embedded registry by any worker
     converter: Converter = field(init=False)
 
@@ -55,7 +56,10 @@ class Runtime:
         cache answers."""
         embedded = EmbeddedRegistry(settings.registry_db_path) if settings.embedded else None
         changes = StoreChanges(settings.registry_db_path) if embedded else None
-        remote = None if embedded else HttpSchemaRegistry(settings.registry_client_config())
+        remote: HttpSchemaRegistry | GlueSchemaRegistry | None = None
+        if not embedded:
+            remote = settings.glue_registry() if is_glue_url(settings.registry_url) else \
+                HttpSchemaRegistry(settings.registry_client_config())
         registry: Any = embedded or remote
         if on_registry_call is not None:
             registry = InstrumentedRegistry(registry, on_registry_call)
