@@ -163,7 +163,8 @@ def test_convert_writes_glue_frames_that_decode_in_another_process(
 
     confluent = subprocess.run(
         [str(FLATAVRO), "convert", "--protocol", "canal-json", "--registry-file",
-         str(tmp_path / "r.sqlite"), "--register", "--enable-tidb-extension", str(tmp_path / "in.ndjson")],
+         str(tmp_path / "r.sqlite"), "--register", "--enable-tidb-extension",
+         str(tmp_path / "in.ndjson")],
         capture_output=True, text=True, timeout=120, check=False)
     assert confluent.returncode == 0, confluent.stderr
     embedded = base64.b64decode(json.loads(confluent.stdout)["value"])
