@@ -1,9 +1,10 @@
 """Real parts, started on first use, one per test session unless a test needs its own: a
 single-node KRaft broker (deploy/kafka/kafka.sh) for the Spark and bridge tests, Apicurio
 Registry (deploy/apicurio/apicurio.sh) and a `flatavro serve` as external registries, a
-local Spark session and a Spark standalone cluster (the parts themselves are in
-tests/support/parts.py and cluster.py). Each fails loudly when its part is missing; nothing is
-skipped. Also the hook marking each test with the parts it needs."""
+local Spark session, a Spark standalone cluster and SeaweedFS as an S3 store (the parts
+themselves are in tests/support/parts.py, cluster.py and object_store.py). Each fails loudly
+when its part is missing; nothing is skipped. Also the hook marking each test with the parts
+it needs."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from deploy.spark import jvm_archive
 from deploy.spark.local_cluster import SparkCluster
+from tests.support.object_store import ObjectStore
 from tests.support.parts import (
     Apicurio,
     Broker,
@@ -26,7 +28,7 @@ from tests.support.parts import (
 )
 
 _FIXTURE_MARKS = {"kafka": "kafka", "spark": "spark", "spark_cluster": "spark",
-                  "apicurio": "apicurio", "secured_kafka": "kafka"}
+                  "apicurio": "apicurio", "secured_kafka": "kafka", "object_store": "spark"}
 _FOLDER_MARKS = {"spark": "spark", "bridge": "kafka"}
 _FILE_MARKS = {"test_docs_browser.py": "browser", "test_console_browser.py": "browser",
                "test_fetch.py": "maven",
@@ -154,6 +156,15 @@ def spark() -> Iterator[Any]:
             os.environ["SPARK_SUBMIT_OPTS"] = submit_opts
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def object_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
+    """One SeaweedFS (S3 on loopback) for the session, marked `spark` like the object-storage
+    tests (make test builds it); tests use buckets or prefixes of their own."""
+    store = ObjectStore(tmp_path_factory.mktemp("seaweedfs"))
+    yield store
+    store.stop()
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,7 @@ from service.api.errors import (
     WriteKeyRequiredError,
 )
 from service.api.hints import hint_of
+from service.codec.claim_check import ClaimCheckStorageUnavailableError
 from service.codec.errors import InvalidRequestError
 from service.core.errors import InvalidInputError, ServiceError
 from service.registry.errors import (
@@ -69,6 +70,7 @@ STATUS: dict[type[ServiceError], int] = {
     RegistryUnsupportedError: 502,  # the registry behind the service lacks the operation
     RegistryAuthError: 502,  # the registry refused the service's own credentials
     RegistryUnavailableError: 503, NotReadyError: 503,
+    ClaimCheckStorageUnavailableError: 502,  # the claim-check storage refuses or is down
     ApiKeyError: 401, WriteKeyRequiredError: 401,
     MethodNotAllowedError: 405,
     BodyTooLargeError: 413,

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from service.codec.claim_check import shown_uri
 from service.registry.settings import redacted_url
 from service.usecases.settings import RuntimeSettings
 
@@ -39,8 +40,9 @@ class Settings(RuntimeSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     claim_check_storage_uris: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="Claim-check storages (file:///DIR, comma-separated) that a convert "
-                    "request may name in `claim_check_storage_uri`; any other is refused")
+        description="Claim-check storages (file:///DIR or s3://BUCKET/PREFIX?..., "
+                    "comma-separated) that a convert request may name in "
+                    "`claim_check_storage_uri` (compared as written); any other is refused")
 
     @field_validator("api_keys", "claim_check_storage_uris", mode="before")
     @classmethod
@@ -53,6 +55,14 @@ class Settings(RuntimeSettings):
         """The effective configuration for logs: secrets shown as ``**********``."""
         shown = self.model_dump(mode="json")
         shown["api_keys"] = [str(k) for k in self.api_keys]
+        # an s3:// storage's access-key, secret-access-key and session-token options
+        shown["claim_check_storage_uris"] = [shown_uri(u) for u in self.claim_check_storage_uris]
         if self.registry_url:  # credentials written into the URL itself
             shown["registry_url"] = redacted_url(self.registry_url)
         return shown
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            if name == "claim_check_storage_uris" and isinstance(value, list):
+                value = [shown_uri(u) for u in value]
+            yield name, value

@@ -59,10 +59,12 @@ def add_large_message_options(cmd: argparse.ArgumentParser) -> None:
                      default="none",
                      help="the changefeed's large-message-handle-compression: every value is "
                           "decompressed first (default none)")
-    cmd.add_argument("--claim-check-storage-uri", metavar="file:///DIR",
-                     help="where the changefeed's claim-check-storage-uri is mounted: a "
-                          "claim-check message is replaced by the whole message stored there "
-                          "(found by the location's base name)")
+    cmd.add_argument("--claim-check-storage-uri", metavar="URI",
+                     help="the changefeed's claim-check-storage-uri as this consumer reads it: "
+                          "file:///DIR (a mount of the storage) or s3://BUCKET/PREFIX (TiDB's "
+                          "query options such as ?endpoint=...&region=...; else the AWS "
+                          "variables): a claim-check message is replaced by the whole message "
+                          "stored there (found by the location's base name)")
     cmd.add_argument("--claim-check-raw-value", action="store_true",
                      help="the changefeed's claim-check-raw-value=true (objects hold the raw "
                           "value, not TiCDC's {key, value} JSON)")
@@ -72,10 +74,10 @@ def large_messages(args: argparse.Namespace) -> Any:
     """The `LargeMessages` the options give (checked: a storage URI flatavro cannot read is
     refused before anything is read)."""
     from service.cdc.large_message import Compression, LargeMessages
-    from service.codec.claim_check import storage_directory
+    from service.codec.claim_check import checked_storage
 
     if args.claim_check_storage_uri:
-        storage_directory(args.claim_check_storage_uri)
+        checked_storage(args.claim_check_storage_uri)
     return LargeMessages(Compression(args.large_message_handle_compression),
                          args.claim_check_storage_uri, args.claim_check_raw_value)
 

@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.api.models import CONVERT_EXAMPLES
+from service.api.settings import Settings
 from tests.support.api import KEY, ClientFactory
 from tests.support.harness import ServedApp
 
@@ -182,3 +183,23 @@ def test_claim_checks_of_a_configured_storage_are_read_and_others_refused(
     assert refused.status_code == 422
     assert refused.json()["code"] == "invalid_claim_check_storage"
     assert refused.json()["field"] == "claim_check_storage_uri"
+
+
+def test_the_api_allowlist_takes_s3_uris_as_written_and_hides_secrets(
+        make_client: ClientFactory) -> None:
+    allowed = ("s3://bkt/p?endpoint=http://127.0.0.1:1&access-key=AKIA7Q"
+               "&secret-access-key=sk-9z7/+x")
+    asked = allowed.replace("sk-9z7/+x", "other-secret")
+    body = {"messages": [{"value": "{}"}], "claim_check_storage_uri": asked}
+    refused = make_client(claim_check_storage_uris=allowed).post("/v1/convert/canal-json",
+                                                                 json=body)
+    assert refused.status_code == 422 and refused.json()["code"] == \
+        "invalid_claim_check_storage"
+    assert "other-secret" not in refused.text and "AKIA7Q" not in refused.text
+    assert "secret-access-key=**********" in refused.json()["detail"]
+    accepted = make_client(claim_check_storage_uris=allowed).post(
+        "/v1/convert/canal-json", json=body | {"claim_check_storage_uri": allowed})
+    assert accepted.json().get("code") != "invalid_claim_check_storage", accepted.text
+    settings = Settings(claim_check_storage_uris=allowed)
+    shown = f"{settings!r} {settings} {settings.redacted()}"
+    assert "sk-9z7" not in shown and "AKIA7Q" not in shown

@@ -19,7 +19,12 @@ from service.cdc.catalog import DECODERS, Protocol
 from service.cdc.errors import MessageFormatError
 from service.cdc.events import SourceMessage
 from service.cdc.large_message import Compression, LargeMessages
-from service.codec.claim_check import ClaimCheckStorageError, storage_directory, whole
+from service.codec.claim_check import (
+    ClaimCheckStorageError,
+    checked_storage,
+    storage_directory,
+    whole,
+)
 from service.codec.convert import ConvertInput
 from service.codec.errors import UnconvertibleMessagesError
 from service.core.options import SchemaOptions
@@ -129,10 +134,14 @@ def test_a_truncated_object_and_a_bad_location_are_refused(tmp_path: Path,
               LargeMessages(claim_check_storage_uri=f"file://{tmp_path}"), framed=False)
 
 
-def test_only_file_storage_is_read() -> None:
+def test_file_and_s3_storages_are_read() -> None:
+    """test_claim_check_s3.py reads s3:// on a real store."""
     assert storage_directory("file:///mnt/claims") == Path("/mnt/claims")
-    with pytest.raises(ClaimCheckStorageError, match="s3 is not supported"):
+    assert checked_storage("file:///mnt/claims") == Path("/mnt/claims")
+    with pytest.raises(ClaimCheckStorageError, match="not a file:///path directory"):
         storage_directory("s3://bucket/claims")
+    with pytest.raises(ClaimCheckStorageError, match="gs is not supported"):
+        checked_storage("gs://bucket/claims")
 
 
 @pytest.mark.parametrize("label", sorted({m["label"] for m in _vectors() if m["label"].startswith(

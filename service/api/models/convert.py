@@ -50,10 +50,10 @@ class ConvertRequest(BaseModel):
         "none", description="The changefeed's `large-message-handle-compression`: every value "
                             "is decompressed first")
     claim_check_storage_uri: str | None = Field(
-        None, description="Where the changefeed's `claim-check-storage-uri` is mounted "
-                          "(file:///DIR, one of the service's "
-                          "FLATAVRO_CLAIM_CHECK_STORAGE_URIS): a claim-check message is "
-                          "replaced by the whole message stored there")
+        None, description="The changefeed's `claim-check-storage-uri` as the service reads it "
+                          "(file:///DIR or s3://BUCKET/PREFIX?..., one of the service's "
+                          "FLATAVRO_CLAIM_CHECK_STORAGE_URIS, compared as written): a "
+                          "claim-check message is replaced by the whole message stored there")
     claim_check_raw_value: bool = Field(
         False, description="The changefeed's `claim-check-raw-value`")
 

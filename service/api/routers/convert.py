@@ -15,7 +15,7 @@ from service.api.docs.route_docs import problem
 from service.api.errors import WriteKeyRequiredError
 from service.api.models import CONVERT_EXAMPLES, ConvertRequest, ConvertResponse
 from service.cdc.catalog import Protocol
-from service.codec.claim_check import ClaimCheckStorageError
+from service.codec.claim_check import ClaimCheckStorageError, shown_uri
 from service.codec.convert import ConvertInput
 
 router = APIRouter(route_class=CheckedBodyRoute,
@@ -48,8 +48,9 @@ async def conversion(
     uri = body.claim_check_storage_uri
     if uri is not None and uri not in claim_checks:
         raise ClaimCheckStorageError(
-            f"claim_check_storage_uri {uri!r} is not one of the storages this service reads "
-            f"(FLATAVRO_CLAIM_CHECK_STORAGE_URIS)", field="claim_check_storage_uri")
+            f"claim_check_storage_uri {shown_uri(uri)!r} is not one of the storages this "
+            f"service reads (FLATAVRO_CLAIM_CHECK_STORAGE_URIS)",
+            field="claim_check_storage_uri")
     return Conversion(protocol, body.to_input())
 
 
