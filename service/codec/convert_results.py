@@ -63,8 +63,8 @@ class Output:
                 "key": None if key is None else binascii.b2a_base64(key, newline=False).decode(),
                 "value": None if value is None else binascii.b2a_base64(
                     value, newline=False).decode(),
-                "key_schema_id": None if schemas.key is None else schemas.key.registered.id,
-                "value_schema_id": schemas.value.registered.id,
+                "key_schema_id": None if schemas.key is None else schemas.key.registered.wire_id,
+                "value_schema_id": schemas.value.registered.wire_id,
                 "op": self.op, "commit_ts": self.commit_ts, "source_index": self.source_index}
 
 

@@ -72,9 +72,9 @@ def _encode_records(schemas: TopicSchemas, records: list[Any], *,
         for error in errors:
             error["message"] = f"record {error['record_index']}: {error['message']}"
         raise InvalidRecordsError(errors)
-    key_id = None if schemas.key is None else schemas.key.registered.id
+    key_id = None if schemas.key is None else schemas.key.registered.wire_id
     response = {"topic": schemas.topic, "messages": writer.messages, "key_schema_id": key_id,
-                "value_schema_id": schemas.value.registered.id}
+                "value_schema_id": schemas.value.registered.wire_id}
     return EncodedBatch(orjson.dumps(response), len(records), len(writer.messages))
 
 

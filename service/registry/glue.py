@@ -402,8 +402,12 @@ def _new_client(location: GlueLocation, timeout: float) -> Any:
             "AWS Glue's registry needs boto3: pip install 'flatavro[aws]'") from exc
     config = Config(connect_timeout=timeout, read_timeout=timeout,
                     retries={"mode": "standard", "max_attempts": 3})
-    return boto3.session.Session().client("glue", region_name=location.region,
-                                          endpoint_url=location.endpoint, config=config)
+    try:
+        return boto3.session.Session().client("glue", region_name=location.region,
+                                              endpoint_url=location.endpoint, config=config)
+    except Exception as exc:  # no region, a malformed endpoint: the settings are at fault
+        raise _translated(exc, "client setup", request={},
+                          registry=f"{GLUE_SCHEME}://{location.registry_name}") from exc
 
 
 def _translated(exc: Exception, operation: str, *, request: dict[str, Any], registry: str

@@ -26,6 +26,12 @@ class RegisteredSchema:
     schema_type: str = "AVRO"
     glue_id: uuid.UUID | None = None
 
+    @property
+    def wire_id(self) -> int | str:
+        """The id this version's frames carry, as answers show it: the Confluent id, or the
+        Glue schema version's UUID (text)."""
+        return self.id if self.glue_id is None else str(self.glue_id)
+
 
 class RegistryMode(enum.Enum):
     """Registry modes: READONLY refuses writes."""

@@ -49,7 +49,8 @@ class MotoGlue:
         """This process's environment with the AWS variables pointing at moto."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         env |= {"AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key,
-                "AWS_REGION": self.region, "AWS_ENDPOINT_URL_GLUE": self.endpoint}
+                "AWS_REGION": self.region,
+                "AWS_DEFAULT_REGION": self.region, "AWS_ENDPOINT_URL_GLUE": self.endpoint}
         return env | changes
 
     def client(self) -> Any:

@@ -32,6 +32,9 @@ def schema_json(text: str) -> AvroJson:
     return schema
 
 
+_SCHEMA_ID = ("The schema id the frame carries: the registry's global id, or, with AWS Glue's "
+              "registry (glue://), the schema version's UUID")
+
 class RegisteredSchemaOut(RegisteredOut):
     """A registered schema: as JSON, and as the registry's exact string."""
 
@@ -108,8 +111,8 @@ class EncodeResponse(BaseModel):
 
     topic: str
     messages: list[EncodedMessage]
-    key_schema_id: int | None
-    value_schema_id: int
+    key_schema_id: int | str | None = Field(description=_SCHEMA_ID)
+    value_schema_id: int | str = Field(description=_SCHEMA_ID)
 
 
 class DecodeMessage(BaseModel):
@@ -133,9 +136,9 @@ class DecodedMessage(BaseModel):
     """A decoded message: rows in plain JSON."""
 
     key: dict[str, Any] | None
-    key_schema_id: int | None
+    key_schema_id: int | str | None = Field(description=_SCHEMA_ID)
     value: dict[str, Any] | None
-    value_schema_id: int | None
+    value_schema_id: int | str | None = Field(description=_SCHEMA_ID)
     op: Literal["upsert", "delete"]
 
 
