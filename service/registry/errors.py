@@ -148,6 +148,13 @@ class InvalidSubjectError(RegistryError, InvalidInputError):
     code, registry_code = "invalid_subject", 42208
 
 
+class InvalidRegistryUrlError(RegistryError, InvalidInputError):
+    """A registry URL flatavro cannot use as written (a glue:// URL without a registry name,
+    or with a parameter it does not know)."""
+
+    code = "invalid_registry_url"
+
+
 class RegistryUnavailableError(RegistryError):
     """The registry could not be reached (connect error, timeout, retries exhausted, or the
     client's circuit breaker open); `retry_after` is when to try again, in seconds, if known."""

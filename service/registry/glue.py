@@ -39,6 +39,7 @@ from service.registry.compatibility import (
 )
 from service.registry.errors import (
     IncompatibleSchemaError,
+    InvalidRegistryUrlError,
     InvalidSchemaError,
     RegistryAuthError,
     RegistryError,
@@ -85,18 +86,21 @@ class GlueLocation:
         """``glue://<registry name>[?region=<region>&endpoint=<URL>]``.
 
         Raises:
-            ValueError: not a glue URL, no registry name, or an unknown query parameter.
+            InvalidRegistryUrlError: not a glue URL, no registry name, or an unknown query
+                parameter.
         """
         parts = urlsplit(url)
         name = parts.netloc or parts.path.strip("/")
         if parts.scheme != GLUE_SCHEME or not name or "/" in name:
-            raise ValueError(f"registry URL {url!r}: an AWS Glue registry is named as "
-                             f"glue://<registry name>[?region=...&endpoint=...]")
+            raise InvalidRegistryUrlError(
+                f"registry URL {url!r}: an AWS Glue registry is named as "
+                f"glue://<registry name>[?region=...&endpoint=...]")
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         unknown = sorted(set(query) - {"region", "endpoint"})
         if unknown:
-            raise ValueError(f"registry URL {url!r}: unknown parameter(s) {', '.join(unknown)} "
-                             f"(glue:// takes region and endpoint)")
+            raise InvalidRegistryUrlError(
+                f"registry URL {url!r}: unknown parameter(s) {', '.join(unknown)} "
+                f"(glue:// takes region and endpoint)")
         return cls(name, query.get("region") or None, query.get("endpoint") or None)
 
 

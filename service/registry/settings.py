@@ -64,7 +64,7 @@ class RegistrySettings(BaseSettings):
         """The AWS Glue registry `registry_url` names (``glue://``).
 
         Raises:
-            ValueError: the URL is not a valid glue:// URL.
+            InvalidRegistryUrlError: the URL is not a valid glue:// URL.
         """
         assert self.registry_url
         return GlueSchemaRegistry(GlueLocation.parse(self.registry_url),

@@ -24,6 +24,7 @@ from service.core.errors import FramingError
 from service.core.framing import GLUE_HEADER_SIZE, unframe_any
 from service.registry.errors import (
     IncompatibleSchemaError,
+    InvalidRegistryUrlError,
     InvalidSchemaError,
     RegistryUnsupportedError,
     SchemaNotFoundError,
@@ -132,7 +133,7 @@ def test_glue_urls() -> None:
         GlueLocation("cdc", "eu-west-1", "http://127.0.0.1:1")
     assert GlueLocation.parse("glue://cdc") == GlueLocation("cdc")
     for bad in ("glue://", "http://cdc", "glue://cdc?regoin=x"):
-        with pytest.raises(ValueError, match="glue://"):
+        with pytest.raises(InvalidRegistryUrlError, match="glue://"):
             GlueLocation.parse(bad)
 
 
