@@ -15,7 +15,7 @@ from service.api.models.tables import RegisteredOut
 from service.codec.resolver import TopicSchemas
 from service.registry.model import RegisteredSchema
 
-__all__ = ["AvroJson", "schema_json", "RegisteredSchemaOut", "TopicSchemasOut", "EncodeRecord",
+__all__ = ["SCHEMA_ID", "AvroJson", "schema_json", "RegisteredSchemaOut", "TopicSchemasOut", "EncodeRecord",
            "EncodeRequest", "EncodedMessage", "EncodeResponse", "DecodeMessage",
            "DecodeRequest", "DecodedMessage", "DecodeResponse"]
 
@@ -32,7 +32,7 @@ def schema_json(text: str) -> AvroJson:
     return schema
 
 
-_SCHEMA_ID = ("The schema id the frame carries: the registry's global id, or, with AWS Glue's "
+SCHEMA_ID = ("The schema id the frame carries: the registry's global id, or, with AWS Glue's "
               "registry (glue://), the schema version's UUID")
 
 class RegisteredSchemaOut(RegisteredOut):
@@ -111,8 +111,8 @@ class EncodeResponse(BaseModel):
 
     topic: str
     messages: list[EncodedMessage]
-    key_schema_id: int | str | None = Field(description=_SCHEMA_ID)
-    value_schema_id: int | str = Field(description=_SCHEMA_ID)
+    key_schema_id: int | str | None = Field(description=SCHEMA_ID)
+    value_schema_id: int | str = Field(description=SCHEMA_ID)
 
 
 class DecodeMessage(BaseModel):
@@ -136,9 +136,9 @@ class DecodedMessage(BaseModel):
     """A decoded message: rows in plain JSON."""
 
     key: dict[str, Any] | None
-    key_schema_id: int | str | None = Field(description=_SCHEMA_ID)
+    key_schema_id: int | str | None = Field(description=SCHEMA_ID)
     value: dict[str, Any] | None
-    value_schema_id: int | str | None = Field(description=_SCHEMA_ID)
+    value_schema_id: int | str | None = Field(description=SCHEMA_ID)
     op: Literal["upsert", "delete"]
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.api.models.codec import SCHEMA_ID
 from service.api.models.tables import OptionsModel
 from service.cdc.large_message import Compression, LargeMessages
 from service.codec.convert import ConvertInput
@@ -68,13 +69,14 @@ class ConvertRequest(BaseModel):
 
 
 class ConvertedMessage(BaseModel):
-    """One flat-avro Kafka message (base64 Confluent frames; value null = tombstone)."""
+    """One flat-avro Kafka message (base64 frames, Confluent's or, with AWS Glue's registry,
+    Glue's; value null = tombstone)."""
 
     topic: str
     key: str | None
     value: str | None
-    key_schema_id: int | None
-    value_schema_id: int
+    key_schema_id: int | str | None = Field(description=SCHEMA_ID)
+    value_schema_id: int | str = Field(description=SCHEMA_ID)
     op: Literal["insert", "update", "delete"]
     commit_ts: int
     source_index: int = Field(description="The input message that produced it")
