@@ -213,3 +213,44 @@ def test_bad_glue_frames_name_the_offset(message: bytes, offset: int, reason: st
     with pytest.raises(FramingError, match=reason) as raised:
         unframe_any(message)
     assert raised.value.details["offset"] == offset
+
+
+def test_the_service_on_glue_registers_encodes_and_decodes(
+        moto: MotoGlue, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`flatavro serve` with FLATAVRO_REGISTRY_URL=glue://...: /v1/tables/register makes the
+    Glue schemas, /v1/encode answers Glue frames whose UUID is the registered version's,
+    /v1/decode reads them back, /readyz asks Glue; an unknown version is named."""
+    from fastapi.testclient import TestClient
+
+    from service.api.app import create_app
+    from service.api.settings import Settings
+
+    url = moto.registry("reg-service")
+    for name, setting in moto.env().items():
+        if name.startswith("AWS_"):
+            monkeypatch.setenv(name, setting)
+    with TestClient(create_app(Settings(registry_url=url, log_level="WARNING"))) as http:
+        assert http.get("/readyz").status_code == 200
+        done = http.post("/v1/tables/register", json={
+            "ddl": "CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, note VARCHAR(8))"})
+        assert done.status_code == 200, done.text
+        encoded = http.post("/v1/topics/tidb_shop_orders/encode", json={"records": [
+            {"op": "insert", "row": {"id": 7, "note": "hi"}}]})
+        assert encoded.status_code == 200, encoded.text
+        answer = encoded.json()
+        value = base64.b64decode(answer["messages"][0]["value"])
+        latest = moto.client().get_schema_version(
+            SchemaId={"RegistryName": "reg-service", "SchemaName": "tidb_shop_orders-value"},
+            SchemaVersionNumber={"LatestVersion": True})
+        assert answer["value_schema_id"] == latest["SchemaVersionId"]
+        assert value[:GLUE_HEADER_SIZE] == b"\x03\x00" + uuid.UUID(
+            latest["SchemaVersionId"]).bytes
+        decoded = http.post("/v1/decode", json={"messages": [
+            {"key": answer["messages"][0]["key"], "value": answer["messages"][0]["value"]}]})
+        assert decoded.status_code == 200, decoded.text
+        assert decoded.json()["messages"][0]["value"] == {"id": 7, "note": "hi"}
+        unknown = base64.b64encode(value[:2] + uuid.UUID(int=9).bytes + value[18:]).decode()
+        refused = http.post("/v1/decode", json={"messages": [{"value": unknown}]})
+        assert refused.status_code == 422
+        [error] = refused.json()["errors"]
+        assert error["offset"] == 2 and str(uuid.UUID(int=9)) in error["message"]
