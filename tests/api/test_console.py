@@ -416,3 +416,28 @@ def test_the_ddl_preview_lists_each_subject_s_changes_against_its_latest_version
     key = {r["Column"]: r for r in _table(page, f"Changes to {KEY_SUBJECT} against its version 1")}
     assert key["sku2"]["Change"] == "+ added"  # with its default: BACKWARD takes it
     assert "The key schema changes" in page.get_text()
+
+
+def test_the_ddl_page_writes_the_schemas_of_the_release_line_chosen(
+        console: TestClient) -> None:
+    """The release-line select (ticdc_release): a nullable column with the text default
+    'null' is [T, "null"] for the newest TiCDC, ["null", T] for tiflow v8.5.2-v8.5.7, and
+    refused as tiflow v8.3-v8.5.1 refused it; the register form carries the choice."""
+    ddl = "CREATE TABLE shop.notes (id INT PRIMARY KEY, note VARCHAR(8) DEFAULT 'null')"
+    shown = {}
+    for release in ("newest", "tiflow-v8.5.2"):
+        page = _html(console.get("/console/ddl", params={"ddl": ddl, "topic": TOPIC,
+                                                         "release": release}))
+        assert page.select_one("select#release option[selected]").get_text() == release
+        shown[release] = {r["Field"]: r for r in _table(page, "The value schema's fields")}
+        form = page.select_one("form[action='/console/ddl/register']")
+        assert form.select_one("input[name=release]")["value"] == release
+    assert shown["newest"]["note"]["Avro type"] != shown["tiflow-v8.5.2"]["note"]["Avro type"]
+    assert shown["newest"]["note"]["Avro type"].startswith("string")
+    assert shown["tiflow-v8.5.2"]["note"]["Avro type"].startswith("null")
+    refused = _html(console.get("/console/ddl", params={"ddl": ddl, "topic": TOPIC,
+                                                        "release": "tiflow-v8.3"}), 422)
+    assert "note" in _problem(refused)
+    unknown = _html(console.get("/console/ddl", params={"ddl": ddl, "topic": TOPIC,
+                                                        "release": "v7"}), 422)
+    assert "ticdc_release" in _problem(unknown)

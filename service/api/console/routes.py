@@ -24,7 +24,7 @@ from service.api.console.security import (
 from service.api.deps import runtime_of
 from service.api.errors import ApiKeyError
 from service.core.errors import ServiceError
-from service.core.options import SchemaOptions
+from service.core.options import SchemaOptions, TicdcRelease
 from service.registry.compatibility import CompatibilityLevel
 from service.registry.model import RegistryMode
 from service.usecases import levels_and_modes
@@ -180,9 +180,11 @@ async def diff(request: Request, *, subject: str,
 @router.get("/ddl", response_model=None)
 async def ddl(request: Request, *, ddl: str = "", database: str = "test",
               topic: str = DEFAULT_TOPIC_RULE, tidb_extension: bool = False,
-              decimal: str = "precise", bigint: str = "long") -> Response:
+              decimal: str = "precise", bigint: str = "long",
+              release: str = TicdcRelease.NEWEST.value) -> Response:
     form = {"ddl": ddl, "database": database, "topic": topic,
-            "tidb_extension": tidb_extension, "decimal": decimal, "bigint": bigint}
+            "tidb_extension": tidb_extension, "decimal": decimal, "bigint": bigint,
+            "release": release}
 
     async def show() -> Response:
         pages = pages_of(request)
@@ -191,14 +193,15 @@ async def ddl(request: Request, *, ddl: str = "", database: str = "test",
             try:
                 options = SchemaOptions.from_strings(
                     enable_tidb_extension=tidb_extension, decimal_handling_mode=decimal,
-                    bigint_unsigned_handling_mode=bigint)
+                    bigint_unsigned_handling_mode=bigint, ticdc_release=release)
                 preview = await preview_ddl(runtime_of(request).registry, ddl,
                                             database=database, options=options,
                                             topic_rule=topic)
             except ServiceError as error:  # shown beside the form, which keeps its text
                 problem, status = error, console_status(error)
         return pages.render(request, "ddl.html", title="What would this DDL do?",
-                            status=status, form=form, preview=preview, problem=problem)
+                            status=status, form=form, preview=preview, problem=problem,
+                            releases=[r.value for r in TicdcRelease])
     return await guarded(request, show)
 
 
@@ -208,12 +211,13 @@ async def register(request: Request, *, ddl: Text, csrf: Token = None,
                    topic: Annotated[str, Form()] = DEFAULT_TOPIC_RULE,
                    tidb_extension: Annotated[bool, Form()] = False,
                    decimal: Annotated[str, Form()] = "precise",
-                   bigint: Annotated[str, Form()] = "long") -> Response:
+                   bigint: Annotated[str, Form()] = "long",
+                   release: Annotated[str, Form()] = TicdcRelease.NEWEST.value) -> Response:
     async def act() -> Response:
         pages = pages_of(request)
         options = SchemaOptions.from_strings(
             enable_tidb_extension=tidb_extension, decimal_handling_mode=decimal,
-            bigint_unsigned_handling_mode=bigint)
+            bigint_unsigned_handling_mode=bigint, ticdc_release=release)
         runtime = runtime_of(request)
         preview = await preview_ddl(runtime.registry, ddl, database=database,
                                     options=options, topic_rule=topic)
