@@ -10,12 +10,14 @@ import base64
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ from tests.cdc.builders import (
     open_protocol_message,
     simple_messages,
 )
+from tests.support.object_store import ObjectStore
 from tests.support.parts import ROOT, Broker
 
 DDL = {"items": "CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20))",
@@ -183,12 +186,13 @@ def test_each_protocol_through_the_bridge(protocol: Protocol, kafka: Broker,
     exactly_once(kafka, want)
 
 
-def claim_checked(messages: dict[int, list[Raw]], storage: Path) -> dict[int, list[Raw]]:
+def claim_checked(messages: dict[int, list[Raw]], storage: Path,
+                  writer: str = "file:///writer/claims") -> dict[int, list[Raw]]:
     """The same Canal-JSON messages as a changefeed with large-message-handle-compression=lz4
     and claim-check writes them (golden/large_message shows TiCDC's own): every value
     lz4-compressed (the frame format), every seventh stored whole in `storage` as TiCDC's
-    ``{"key", "value"}`` JSON, its Kafka message the handle key and the location (a path of
-    the writer's: the object is found by its base name)."""
+    ``{"key", "value"}`` JSON, its Kafka message the handle key and the location (`writer`'s
+    path: the object is found by its base name)."""
     out: dict[int, list[Raw]] = {}
     for partition, raws in messages.items():
         out[partition] = []
@@ -206,49 +210,78 @@ def claim_checked(messages: dict[int, list[Raw]], storage: Path) -> dict[int, li
                         document[part] = [{k: row[k] for k in keys} for row in document[part]]
                     elif isinstance(document[part], dict):
                         document[part] = {k: document[part][k] for k in keys}
-                document["_tidb"]["claimCheckLocation"] = f"file:///writer/claims/{name}"
+                document["_tidb"]["claimCheckLocation"] = f"{writer}/{name}"
                 value = orjson.dumps(document)
             out[partition].append((key, bytes(cramjam.lz4.compress(value))))
     return out
 
 
-@pytest.mark.parametrize("large", [False, True], ids=["plain", "claim-check-lz4"])
-def test_sigkill_at_random_moments_then_restart(kafka: Broker, tmp_path: Path,
-                                                large: bool) -> None:
-    """Killed three times, then run to the end: every row once. With claim-checks and
-    compression the output equals what the whole, plain messages give."""
+def on_s3(store: ObjectStore, storage: Path, bucket: str) -> str:
+    """The claim-check objects of `storage` uploaded to `bucket` of `store` (under the prefix
+    ``claims``, as TiCDC's ``s3://bucket/claims`` writes them): the storage URI, endpoint in
+    TiDB's query option, credentials left to the AWS variables (`store.env()`)."""
+    import boto3
+
+    store.bucket(bucket)
+    client = boto3.session.Session().client(
+        "s3", endpoint_url=store.endpoint, region_name="us-east-1",
+        aws_access_key_id=store.access_key, aws_secret_access_key=store.secret_key)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda f: client.put_object(Bucket=bucket, Key=f"claims/{f.name}",
+                                                  Body=f.read_bytes()), storage.iterdir()))
+    return f"s3://{bucket}/claims?endpoint={store.endpoint}&force-path-style=true"
+
+
+KILL_VARIANTS = {"plain": 0, "claim-check-lz4": 1, "claim-check-s3": 2}
+
+
+@pytest.mark.parametrize("variant", list(KILL_VARIANTS))
+def test_sigkill_at_random_moments_then_restart(kafka: Broker, tmp_path: Path, variant: str,
+                                                request: pytest.FixtureRequest) -> None:
+    """Killed three times, then run to the end: every row once. With claim-checks (in a
+    directory, or on S3: a real SeaweedFS) and compression the output equals what the whole,
+    plain messages give."""
     seed = int(os.environ.get("FLATAVRO_KILL_SEED", random.randrange(1 << 30)))
     print(f"seed {seed} (FLATAVRO_KILL_SEED={seed} repeats these kill moments)")
     rng = random.Random(seed)
-    source, registry = f"src_kill_{int(large)}", tmp_path / "r.sqlite"
-    rule = f"kill{int(large)}_{{schema}}_{{table}}"
+    run = KILL_VARIANTS[variant]
+    source, registry = f"src_kill_{run}", tmp_path / "r.sqlite"
+    rule = f"kill{run}_{{schema}}_{{table}}"
     registered(registry, rule)
     create_topic(kafka, source)
     messages = source_messages(Protocol.CANAL_JSON, 3, 800)
     storage = tmp_path / "claims"
     storage.mkdir()
-    produce(kafka, source, claim_checked(messages, storage) if large else messages)
-    cmd = command(Protocol.CANAL_JSON, kafka, source, registry, f"kill{int(large)}", "one",
+    env, uri = None, f"file://{storage}"
+    if variant == "claim-check-s3":
+        store: ObjectStore = request.getfixturevalue("object_store")
+        produce(kafka, source, claim_checked(messages, storage, "s3://kill-claims/claims"))
+        uri, env = on_s3(store, storage, "kill-claims"), store.env()
+        shutil.rmtree(storage)  # read from S3 alone
+    else:
+        produce(kafka, source, claim_checked(messages, storage) if run else messages)
+    cmd = command(Protocol.CANAL_JSON, kafka, source, registry, f"kill{run}", "one",
                   "--batch-size", "20", *(["--large-message-handle-compression", "lz4",
-                                           "--claim-check-storage-uri", f"file://{storage}"]
-                                          if large else []), rule=rule)
+                                           "--claim-check-storage-uri", uri]
+                                          if run else []), rule=rule)
     total, committed = sum(len(m) for m in messages.values()), [0]
     for attempt in range(3):
         with (tmp_path / f"{attempt}.log").open("w") as log, \
-                running(cmd, stderr=log) as process:
+                running(cmd, stderr=log, env=env) as process:
             target = rule.format(schema="shop", table="items")
             deadline, written = time.monotonic() + 120, produced(kafka, target)
             while produced(kafka, target) <= written:  # until this run produces
-                assert time.monotonic() < deadline and process.poll() is None
+                assert time.monotonic() < deadline and process.poll() is None, \
+                    (tmp_path / f"{attempt}.log").read_text()[-3000:]
                 time.sleep(0.1)
             time.sleep(rng.uniform(0, 1.5))
             process.send_signal(signal.SIGKILL)
             process.wait(30)
-        committed.append(committed_offsets(kafka, f"kill{int(large)}", source))
+        committed.append(committed_offsets(kafka, f"kill{run}", source))
     print(f"committed source offsets after each kill: {committed} of {total}")
     assert all(0 < c < total for c in committed[1:]), "a kill missed the middle of the run"
     done = subprocess.run([*cmd, "--exit-when-idle", "3"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, check=False)
+                          text=True, timeout=300, check=False, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     exactly_once(kafka, expected(Protocol.CANAL_JSON, registry, messages, rule),
                  context=f"the last run said:\n{done.stderr[-3000:]}")
