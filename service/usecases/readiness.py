@@ -8,7 +8,6 @@ from typing import Any
 
 from service.core.errors import ServiceError
 from service.registry.client import HttpSchemaRegistry
-from service.registry.glue import GlueSchemaRegistry
 from service.registry.embedded.registry import EmbeddedRegistry
 from service.registry.errors import (
     RegistryError,
@@ -16,6 +15,7 @@ from service.registry.errors import (
     RegistryUnavailableError,
     RegistryUnsupportedError,
 )
+from service.registry.glue import GlueSchemaRegistry
 
 __all__ = ["NotReadyError", "check_remote", "check_embedded"]
 

@@ -15,8 +15,8 @@ from service.api.models.tables import RegisteredOut
 from service.codec.resolver import TopicSchemas
 from service.registry.model import RegisteredSchema
 
-__all__ = ["SCHEMA_ID", "AvroJson", "schema_json", "RegisteredSchemaOut", "TopicSchemasOut", "EncodeRecord",
-           "EncodeRequest", "EncodedMessage", "EncodeResponse", "DecodeMessage",
+__all__ = ["SCHEMA_ID", "AvroJson", "schema_json", "RegisteredSchemaOut", "TopicSchemasOut",
+           "EncodeRecord", "EncodeRequest", "EncodedMessage", "EncodeResponse", "DecodeMessage",
            "DecodeRequest", "DecodedMessage", "DecodeResponse"]
 
 AvroJson = dict[str, Any] | list[Any] | str | None
