@@ -20,7 +20,9 @@ DECODERS: dict[Protocol, Callable[..., ProtocolDecoder]] = {
 }
 
 
-def new_decoders(*, schema_cache_size: int) -> dict[Protocol, ProtocolDecoder]:
+def new_decoders(*, schema_cache_size: int, tz: str = "UTC") -> dict[Protocol, ProtocolDecoder]:
     """One fresh decoder per protocol (the Simple decoder caches `schema_cache_size` table
-    schemas)."""
-    return {p: make(schema_cache_size=schema_cache_size) for p, make in DECODERS.items()}
+    schemas; the Debezium decoder writes TIMESTAMP values in the time zone `tz`: the others'
+    messages carry them in the changefeed's time zone already)."""
+    return {p: make(schema_cache_size=schema_cache_size, **(
+        {"tz": tz} if p is Protocol.DEBEZIUM else {})) for p, make in DECODERS.items()}

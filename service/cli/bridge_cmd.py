@@ -18,6 +18,7 @@ from service.cli.convert_cmd import (
     add_key_columns_option,
     add_large_message_options,
     add_registry_options,
+    add_time_zone_option,
     key_columns,
     large_messages,
     registry_settings,
@@ -114,6 +115,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
                           "Kafka call is blocked 5 s past it (default 60); a transaction in "
                           "flight is aborted, unseen")
     add_registry_options(cmd)
+    add_time_zone_option(cmd)
     add_schema_options(cmd)
     cmd.set_defaults(handler=_bridge)
 

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from service.codec.convert import ConvertInput
     from service.usecases.settings import RuntimeSettings
 
-__all__ = ["register", "add_registry_options", "registry_settings", "add_key_columns_option",
-           "key_columns"]
+__all__ = ["register", "add_registry_options", "add_time_zone_option", "registry_settings",
+           "add_key_columns_option", "key_columns"]
 
 EXIT_PENDING = 3
 
@@ -49,6 +49,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     add_key_columns_option(cmd)
     add_large_message_options(cmd)
     add_registry_options(cmd)
+    add_time_zone_option(cmd)
     add_schema_options(cmd)
     cmd.set_defaults(handler=_convert)
 
@@ -110,11 +111,21 @@ def add_registry_options(cmd: argparse.ArgumentParser) -> None:
     """--registry-url | --registry-file (else the FLATAVRO_REGISTRY_* settings)."""
     where = cmd.add_mutually_exclusive_group()
     where.add_argument("--registry-url", help="a Confluent-compatible registry (auth and TLS "
-                                              "from FLATAVRO_REGISTRY_* variables)")
+                                              "from FLATAVRO_REGISTRY_* variables), or AWS "
+                                              "Glue's: glue://<registry name> (credentials "
+                                              "and region from the AWS variables)")
     where.add_argument("--registry-file", help="the embedded registry's SQLite file, in an "
                                                "existing directory (default: "
                                                "FLATAVRO_REGISTRY_DB_PATH or "
                                                "flatavro-registry.sqlite)")
+
+
+def add_time_zone_option(cmd: argparse.ArgumentParser) -> None:
+    """--tz: the changefeed's time zone, as TiCDC's own consumers take it."""
+    cmd.add_argument("--tz", metavar="ZONE", help="the changefeed's time zone (TiCDC's "
+                     "consumers' --tz; IANA name, default FLATAVRO_TZ or UTC): a Debezium "
+                     "message's TIMESTAMP, written in UTC, is converted back to it, as an avro "
+                     "changefeed writes it")
 
 
 def _messages(path: str) -> list[tuple[str | None, str | None]]:
@@ -152,6 +163,8 @@ def registry_settings(args: argparse.Namespace) -> RuntimeSettings:
         overrides["registry_url"] = args.registry_url
     if args.registry_file:
         overrides["registry_db_path"] = args.registry_file
+    if getattr(args, "tz", None):
+        overrides["tz"] = args.tz
     return RuntimeSettings(**overrides)
 
 

@@ -44,7 +44,8 @@ class Runtime:
     converter: Converter = field(init=False)
 
     def __post_init__(self) -> None:
-        decoders = new_decoders(schema_cache_size=self.settings.simple_schema_cache_size)
+        decoders = new_decoders(schema_cache_size=self.settings.simple_schema_cache_size,
+                                tz=self.settings.tz)
         self.converter = Converter(self.resolver, self.register_table, decoders=decoders)
 
     @classmethod

@@ -33,6 +33,11 @@ class RuntimeSettings(RegistrySettings):
     registry_db_path: str = "flatavro-registry.sqlite"
     schema_cache_size: int = Field(default=10_000, gt=0,
                                    description="Parsed schemas kept by id")
+    tz: str = Field(
+        default="UTC",
+        description="The changefeeds' time zone (TiCDC's consumers' --tz): where a Debezium "
+                    "message's UTC TIMESTAMP is written back to, as an avro changefeed writes "
+                    "it; the other protocols carry it in that zone already")
     simple_schema_cache_size: int = Field(
         default=1024, gt=0,
         description="Simple protocol table schemas kept by (schema, table, version)")

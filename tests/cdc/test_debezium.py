@@ -152,3 +152,37 @@ def test_the_converter_follows_the_ddl_and_a_bad_message_is_listed(harness: Harn
         harness.convert(Protocol.DEBEZIUM, [(None, '{"payload": []}')])
     problem = caught.value.to_dict()["errors"][0]
     assert problem["message_index"] == 0 and problem["field"] == "payload"
+
+
+STAMPED = table_from_ddl("CREATE TABLE shop.stamps (id INT PRIMARY KEY, at TIMESTAMP(3), "
+                         "plain TIMESTAMP)")
+
+
+@pytest.mark.parametrize(("tz", "at", "plain"), [
+    ("UTC", "2024-03-10 06:59:59.120", "2024-11-03 05:30:00"),
+    ("Asia/Shanghai", "2024-03-10 14:59:59.120", "2024-11-03 13:30:00"),
+    # New York: 06:59:59Z is 01:59:59 EST, before the spring gap; 05:30Z is 01:30 EST, the
+    # second 01:30 of the autumn fold (a plain text, as TiDB's own TIMESTAMP text is).
+    ("America/New_York", "2024-03-10 01:59:59.120", "2024-11-03 01:30:00"),
+])
+def test_timestamps_come_back_in_the_changefeeds_time_zone(tz: str, at: str,
+                                                           plain: str) -> None:
+    """TiCDC's Debezium encoder writes TIMESTAMP in UTC (`...Z`); an avro changefeed writes
+    the changefeed's time zone: `tz` (TiCDC's consumers' --tz) takes the value back there,
+    with the column's digits."""
+    utc = {"id": 1, "at": "2024-03-10 06:59:59.120", "plain": "2024-11-03 05:30:00"}
+    decoder = Decoder(tz=tz)
+    decoder.decode(_message(0, builders.debezium_ddl(STAMPED, "CREATE TABLE shop.stamps "
+                                                     "(id INT PRIMARY KEY, at TIMESTAMP(3), "
+                                                     "plain TIMESTAMP)", TS - 1)))
+    [pair] = builders.debezium_messages(STAMPED, [("insert", utc, None, TS)])
+    [row] = decoder.decode(_message(1, pair)).events
+    assert row.row == {"id": 1, "at": at, "plain": plain}
+
+
+def test_an_unknown_time_zone_is_refused_by_name() -> None:
+    from service.core.errors import InvalidOptionError
+
+    with pytest.raises(InvalidOptionError, match="Mars/Olympus") as refused:
+        Decoder(tz="Mars/Olympus")
+    assert refused.value.details["option"] == "tz"

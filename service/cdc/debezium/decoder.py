@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from service.cdc.debezium.columns import Known, from_field, from_table_change
-from service.cdc.debezium.values import converter
+from service.cdc.debezium.values import converter, time_zone
 from service.cdc.definition import MissingFact, TableDefinition
 from service.cdc.errors import MessageFormatError, json_object_value
 from service.cdc.events import ChangeEvent, DecodedMessage, EventKind, SourceMessage
@@ -56,8 +56,15 @@ class _Shape:
 class Decoder:
     """Decodes Debezium messages; remembers each table's column types from its DDL events."""
 
-    def __init__(self, *, schema_cache_size: int = 0) -> None:
+    def __init__(self, *, schema_cache_size: int = 0, tz: str = "UTC") -> None:
+        """`tz`: the changefeed's time zone (TiCDC's consumers' ``--tz``), where its
+        TIMESTAMP values are written back to from the Debezium message's UTC.
+
+        Raises:
+            InvalidOptionError: `tz` is not an IANA time zone.
+        """
         del schema_cache_size
+        self._zone = time_zone(tz)
         self._tables: dict[tuple[str, str], list[tuple[int, _Types | None]]] = {}
         # per table, the last row shape: its field schemas, followed types and key, compared
         # with the next row's (equal dicts) instead of rebuilt (most of the decoding's time)
@@ -163,7 +170,8 @@ class Decoder:
         if last is not None and last[1] is followed and last[2] == key and last[0] == fields:
             return last[3]
         types = _types(fields, followed=followed)
-        shape = _Shape(types, {name: converter(known, column=name, where=f"payload/{{}}/{name}")
+        shape = _Shape(types, {name: converter(known, column=name, where=f"payload/{{}}/{name}",
+                                               zone=self._zone)
                                for name, known in types.items()},
                        _definition(schema, table, types=types, key=key))
         if len(self._last) >= 1024:

@@ -5,9 +5,10 @@ BIT(1) as a boolean, wider BITs as base64 of the little-endian bytes; integers a
 (BIGINT UNSIGNED as its int64 bit pattern); FLOAT/DOUBLE and DECIMAL as JSON doubles; text as
 strings, binary strings as base64; ENUM/SET as member names; DATE as days since 1970-01-01;
 DATETIME as UTC epoch milliseconds (fractional-second precision 0-3) or microseconds (4-6);
-TIMESTAMP as ``YYYY-MM-DDTHH:MM:SS[.f]Z`` in UTC with exactly its precision's digits; TIME as
-microseconds; YEAR as a number; JSON and VECTOR as text. A value whose column's facts are
-unknown (`columns.Known.unknown`) and matter for it is refused, never guessed.
+TIMESTAMP as ``YYYY-MM-DDTHH:MM:SS[.f]Z`` in UTC with exactly its precision's digits (taken
+back to the changefeed's time zone, `zone`, which is where an ``avro`` changefeed writes it);
+TIME as microseconds; YEAR as a number; JSON and VECTOR as text. A value whose column's facts
+are unknown (`columns.Known.unknown`) and matter for it is refused, never guessed.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import functools
+import zoneinfo
 from collections.abc import Callable
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 from service.cdc.debezium.columns import BINARY, FSP, NUMBER_KIND, SCALE, Known
 from service.cdc.errors import MessageFormatError
+from service.core.errors import InvalidOptionError
 from service.core.mysql_types import MySQLType, TypeFamily
 
-__all__ = ["converter"]
+__all__ = ["converter", "time_zone"]
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 _DAY = datetime.date(1970, 1, 1)
@@ -31,10 +35,25 @@ _UNSIGNED_WRAP = 1 << 64
 _WIDE = Context(prec=200)  # DECIMAL(65, 30) and a double's 309 digits fit
 
 
-def converter(known: Known, *, column: str, where: str) -> Callable[[Any], Any]:
-    """The function that types `column`'s values (`where`: its JSON path, for errors); a
-    column is converted the same way in every row of a table version, so this is made once
-    per version.
+def time_zone(name: str) -> datetime.tzinfo:
+    """The IANA time zone `name` (``UTC``, ``Asia/Shanghai``, ...).
+
+    Raises:
+        InvalidOptionError: no such zone (the option ``tz`` named).
+    """
+    try:
+        return datetime.UTC if name.upper() == "UTC" else zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise InvalidOptionError(
+            f"option `tz` is {name!r}: not an IANA time zone (UTC, Asia/Shanghai, ...)",
+            option="tz") from exc
+
+
+def converter(known: Known, *, column: str, where: str,
+              zone: datetime.tzinfo = datetime.UTC) -> Callable[[Any], Any]:
+    """The function that types `column`'s values (`where`: its JSON path, for errors;
+    `zone`: the changefeed's time zone, for TIMESTAMP); a column is converted the same way in
+    every row of a table version, so this is made once per version.
 
     The function raises `MessageFormatError` for a value of the wrong JSON kind, bad base64,
     or a value that needs a fact the messages read so far do not give (naming the column and
@@ -44,6 +63,8 @@ def converter(known: Known, *, column: str, where: str) -> Callable[[Any], Any]:
     family = column_type.family
     missing = [fact for fact in _NEEDS.get(family, ()) if fact in known.unknown]
     convert = _CONVERT[family]
+    if family is TypeFamily.TEMPORAL and zone is not datetime.UTC:
+        convert = functools.partial(_temporal, zone=zone)
 
     def typed(value: Any) -> Any:
         if value is None:
@@ -120,12 +141,18 @@ def _string(value: Any, known: Known) -> str | bytes:
     return value
 
 
-def _temporal(value: Any, known: Known) -> str:
+def _temporal(value: Any, known: Known, *, zone: datetime.tzinfo = datetime.UTC) -> str:
     base = known.type.base
     if base is MySQLType.TIMESTAMP:
         if not isinstance(value, str) or not value.endswith("Z"):
             raise ValueError("not a UTC timestamp text")
-        return value[:-1].replace("T", " ", 1)
+        text = value[:-1].replace("T", " ", 1)
+        if zone is datetime.UTC:
+            return text
+        instant = datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.UTC)
+        local = instant.astimezone(zone)
+        digits = len(text) - 20 if "." in text else 0  # the precision's digits, kept
+        return local.strftime("%Y-%m-%d %H:%M:%S") + _fraction(local.microsecond, digits)
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("not an integer")
     if base is MySQLType.DATE:
