@@ -163,10 +163,13 @@ class GlueSchemaRegistry:
         try:
             about = await self._call("GetSchema", SchemaId=self._schema_id(subject))
         except SubjectNotFoundError:
-            made = await self._call(
-                "CreateSchema", RegistryId=self._registry_id(), SchemaName=subject,
-                DataFormat="AVRO", Compatibility=self._compatibility,
-                SchemaDefinition=schema)
+            try:
+                made = await self._call(
+                    "CreateSchema", RegistryId=self._registry_id(), SchemaName=subject,
+                    DataFormat="AVRO", Compatibility=self._compatibility,
+                    SchemaDefinition=schema)
+            except SchemaExistsError:  # another process made it first: add a version
+                return await self.register(subject, schema)
             return await self._settled(subject, uuid.UUID(made["SchemaVersionId"]))
         level = str(about.get("Compatibility", "NONE"))
         if level == "DISABLED":
@@ -393,6 +396,12 @@ class GlueSchemaRegistry:
             raise _translated(exc, operation, request=request, registry=self.url) from exc
 
 
+class SchemaExistsError(RegistryError):
+    """``CreateSchema`` of a schema another process created in the meantime."""
+
+    code = "registry_error"
+
+
 def _snake(operation: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in operation).lstrip("_")
 
@@ -449,6 +458,8 @@ def _client_error(response: dict[str, Any], operation: str, *, request: dict[str
         return InvalidSchemaError(where, **facts)
     if code in _AUTH_CODES:
         return RegistryAuthError(where, **facts)
+    if code == "AlreadyExistsException" and operation == "CreateSchema":
+        return SchemaExistsError(where, **facts)
     status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
     if code in _PASSING_CODES or status >= 500:
         return RegistryUnavailableError(where, **facts)

@@ -254,3 +254,22 @@ def test_the_service_on_glue_registers_encodes_and_decodes(
         assert refused.status_code == 422
         [error] = refused.json()["errors"]
         assert error["offset"] == 2 and str(uuid.UUID(int=9)) in error["message"]
+
+
+def test_a_schema_made_by_another_process_meanwhile_gets_a_version(moto: MotoGlue) -> None:
+    """Two bridges registering one new table: the one whose CreateSchema comes second (Glue:
+    AlreadyExistsException) adds its definition as a version instead of failing."""
+    raw = moto.client()
+    raw.create_registry(RegistryName="reg-race")
+
+    class FirstCreateLoses:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(raw, name)
+
+        def create_schema(self, **request: Any) -> Any:
+            raw.create_schema(**{**request, "SchemaDefinition": V1})  # the other process
+            return raw.create_schema(**request)
+
+    glue = GlueSchemaRegistry(GlueLocation("reg-race"), client=FirstCreateLoses())
+    registered = asyncio.run(glue.register("t-value", V2))
+    assert (registered.version, registered.schema) == (2, V2)
