@@ -8,7 +8,8 @@
 #   make check   the fast tier: ruff and every test that needs no JVM, broker, browser or helm
 #                (the `spark`/`dev` extras, no jars); make test runs everything, and builds
 #                helm with go once into .cache/helm for the chart tests (make setup too),
-#                and SeaweedFS, the object-storage tests' S3 server, into .cache/s3 (~6-9 min).
+#                and SeaweedFS, the object-storage tests' S3 server, into .cache/s3 (~6-9 min;
+#                make bench too, for the S3 claim-check benchmark).
 #   make dist    dist/flatavro.zip: the Spark job's Python code, for spark-submit --py-files.
 # Each goal first runs deploy/prereqs.sh, which names in one line what the machine lacks.
 PYTHON ?= python3
@@ -74,7 +75,7 @@ test: check-test $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS) browser
 demo: check-demo $(EXTRAS) $(JARS)
 	$(BIN)/python deploy/demo.py
 
-bench: check-bench $(EXTRAS) $(JARS)
+bench: check-bench $(EXTRAS) $(JARS) $(SEAWEEDFS)
 	$(BIN)/python -m bench.bench_row_codec
 	$(BIN)/python -m bench.bench_http
 	$(BIN)/python -m bench.bench_console
@@ -88,6 +89,7 @@ bench: check-bench $(EXTRAS) $(JARS)
 	$(BIN)/python -m bench.bench_table_floor
 	$(BIN)/python -m bench.bench_stream_formats
 	$(BIN)/python -m bench.bench_bridge
+	$(BIN)/python -m bench.bench_bridge --claim-checks
 
 # Regenerate openapi/openapi.json from the app (a test fails when the file drifts).
 openapi: check-openapi $(SERVICE)

@@ -27,6 +27,17 @@ batch to the end (steady state: a bridge runs for days, its ~1 s start-up -- int
 imports, registry, transactions, group join -- once); the wall rate with start-up is printed
 too. Correctness: each target topic, read with isolation.level=read_committed, must hold one
 message per row change and one tombstone per delete, else exit 1.
+
+Claim-checks (``--claim-checks``; make bench runs it): a broker and SeaweedFS (S3 on
+loopback, deploy/s3/seaweedfs.sh) start; N / 5 of the same messages (40,000 by default), every
+100th row's TEXT note 1 MB, go to two 3-partition topics: ``whole`` as they are (a topic that
+takes their 1-2 MB) and ``claimed`` as TiCDC's claim-check writes them (the object, TiCDC's
+``{"key", "value"}`` JSON, on S3; the message the handle key and the location). One bridge
+converts each topic in turn (after one untimed run on ``whole``), reading the objects from
+``s3://bucket/claims?endpoint=...`` and writing the 1 MB rows to target topics that take them
+(``--kafka-config`` message.max.bytes): the steady rate of claimed over whole, each round,
+target >= 0.8. ``--conversion-only --claim-check-storage s3`` compares the conversion step alone
+with the objects on SeaweedFS (``file``, the default: in a local directory).
 """
 
 from __future__ import annotations
@@ -55,6 +66,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from bench.bench_row_codec import DDL, rows
 from bench.figures import spread
 from bench.kafka_broker import broker
+from bench.object_store import S3, seaweedfs, upload
 from service.bridge.conversion import Conversion, ConversionStep
 from service.bridge.options import BridgeOptions
 from service.bridge.source import SourceRecord
@@ -198,9 +210,10 @@ def debezium(kind: str, row_id: int, ts: int) -> tuple[bytes, bytes]:
     return orjson.dumps(key), orjson.dumps(value)
 
 
-def create_topic(bootstrap: str, topic: str) -> None:
+def create_topic(bootstrap: str, topic: str, config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1,
+                                                config=config or {})]).values():
         future.result(30)
 
 
@@ -334,23 +347,25 @@ def run_pass_through(bootstrap: str, source: str, run: str, messages: int) -> Ti
         child.join(30)
 
 
-def bridge_command(bootstrap: str, source: str, run: str, registry: Path, copy: int
-                   ) -> list[str]:
-    """The ``flatavro bridge`` command line of copy `copy` in group `run`."""
+def bridge_command(bootstrap: str, source: str, run: str, registry: Path, copy: int,
+                   *extra: str) -> list[str]:
+    """The ``flatavro bridge`` command line of copy `copy` in group `run` (`extra`: more
+    options)."""
     return [str(Path(sys.executable).parent / "flatavro"), "bridge", "--protocol",
             "canal-json", "--source-topic", source, "--bootstrap-servers", bootstrap,
             "--group-id", run, "--instance-id", f"copy{copy}", "--registry-file",
             str(registry), "--register", "--create-topics", "--exit-when-idle", str(IDLE),
-            "--topic", f"{run}_{{schema}}_{{table}}", "--batch-size", str(BATCH)]
+            "--topic", f"{run}_{{schema}}_{{table}}", "--batch-size", str(BATCH), *extra]
 
 
 def run_bridges(bootstrap: str, source: str, run: str, messages: int, copies: int,
-                work: Path) -> Timing:
-    """`copies` bridge processes in group `run`; waits for them to exit 0 when idle."""
+                work: Path, extra: tuple[str, ...] = ()) -> Timing:
+    """`copies` bridge processes in group `run` (`extra`: more options); waits for them to
+    exit 0 when idle."""
     registry = work / f"{run}.sqlite"
     logs = [(work / f"{run}-{copy}.log").open("wb") for copy in range(copies)]
     start = time.perf_counter()
-    children = [subprocess.Popen(bridge_command(bootstrap, source, run, registry, copy),
+    children = [subprocess.Popen(bridge_command(bootstrap, source, run, registry, copy, *extra),
                                  stderr=log, env=dict(os.environ, FLATAVRO_LOG_LEVEL="WARNING"))
                 for copy, log in enumerate(logs)]
     try:
@@ -398,13 +413,16 @@ def convert_apart(changes: list[tuple[str, int]], registry: Path,
 
 BIG_NOTE = "n" * (1 << 20)  # a 1 MB TEXT value: the rows TiCDC would not send whole
 CLAIM_EVERY = 100  # 1 % of the messages
+CLAIM_BUCKET = "bench-claims"
+BIG_BYTES = 16 << 20  # what the whole topic and the targets take: an UPDATE's 1 MB row twice
 
 
-def claim_check_records(changes: list[tuple[str, int]], storage: Path | None
-                        ) -> list[SourceRecord]:
+def claim_check_records(changes: list[tuple[str, int]], storage: Path | None,
+                        writer: str = "file:///writer/claims") -> list[SourceRecord]:
     """The Canal-JSON messages with every `CLAIM_EVERY`th row's note 1 MB: sent whole
     (`storage` None), or as TiCDC's claim-check writes them (`storage`: the object, TiCDC's
-    ``{"key", "value"}`` JSON, there; the Kafka message the handle key and the location)."""
+    ``{"key", "value"}`` JSON, there; the Kafka message the handle key and the location in
+    `writer`, the changefeed's claim-check-storage-uri)."""
     records = []
     for n, (kind, row_id) in enumerate(changes):
         value = canal(kind, row_id, FIRST_TS + n)
@@ -420,7 +438,7 @@ def claim_check_records(changes: list[tuple[str, int]], storage: Path | None
                 document["data"] = [{"id": r["id"]} for r in document["data"]]
                 document["old"] = None if document["old"] is None else [
                     {"id": r["id"]} for r in document["old"]]
-                document["_tidb"]["claimCheckLocation"] = f"file:///writer/claims/{name}"
+                document["_tidb"]["claimCheckLocation"] = f"{writer}/{name}"
                 value = orjson.dumps(document)
         records.append(SourceRecord("canal", row_id % PARTITIONS, n, None, value))
     return records
@@ -453,23 +471,97 @@ def convert_records(records: list[SourceRecord], registry: Path, *,
     return asyncio.run(convert_all())
 
 
-def compare_claim_checks(changes: list[tuple[str, int]], work: Path, rounds: int) -> None:
+def compare_claim_checks(changes: list[tuple[str, int]], work: Path, rounds: int,
+                         store: S3 | None = None) -> None:
     """The conversion step on a topic where 1 % of the messages are claim-checks of 1 MB
-    rows (objects in a local directory) against the same topic sent whole, in turn."""
+    rows (objects in a local directory, or on `store`: SeaweedFS's S3 on loopback) against
+    the same topic sent whole, in turn."""
     storage = work / "claims"
     storage.mkdir()
     whole = claim_check_records(changes, None)
-    claimed = claim_check_records(changes, storage)
-    large = LargeMessages(claim_check_storage_uri=f"file://{storage}")
+    if store is None:
+        claimed = claim_check_records(changes, storage)
+        uri, where = f"file://{storage}", "in a local directory"
+    else:
+        claimed = claim_check_records(changes, storage, f"s3://{CLAIM_BUCKET}/claims")
+        upload(store, storage, CLAIM_BUCKET, "claims")
+        shutil.rmtree(storage)
+        uri, where = store.uri(CLAIM_BUCKET, "claims"), "on S3 (SeaweedFS, loopback)"
+    large = LargeMessages(claim_check_storage_uri=uri)
     ratios = []
     for turn in range(rounds):
         sent_whole = convert_records(whole, work / f"w{turn}.sqlite")
         claim_checked = convert_records(claimed, work / f"k{turn}.sqlite", large=large)
         ratios.append(claim_checked / sent_whole)
         print(f"conversion, 1 % of {len(changes):,} messages 1 MB: sent whole {sent_whole:,.0f} "
-              f"msg/s, as claim-checks {claim_checked:,.0f} msg/s = "
+              f"msg/s, as claim-checks {where} {claim_checked:,.0f} msg/s = "
               f"{claim_checked / sent_whole:.2f}")
-    print(f"claim-checks vs whole, median (range) of {rounds}: {spread(ratios)} (target >= 0.8)")
+    print(f"claim-checks {where} vs whole, median (range) of {rounds}: {spread(ratios)} "
+          f"(target >= 0.8)")
+
+
+def fill_records(bootstrap: str, topic: str, records: list[SourceRecord]) -> None:
+    """`records` into a new `topic` (by their partitions) that takes messages of up to
+    `BIG_BYTES`."""
+    create_topic(bootstrap, topic, {"max.message.bytes": str(BIG_BYTES)})
+    failed = []
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50,
+                         "message.max.bytes": BIG_BYTES, "batch.size": 1_000_000,
+                         "on_delivery": lambda error, _m: error and failed.append(error)})
+    for record in records:
+        produce(producer, topic, record.value, record.key, partition=record.partition)
+    if producer.flush(300) or failed:
+        sys.exit(f"{len(failed)} source message(s) of {topic} were not delivered")
+
+
+def measure_claim_checks(bootstrap: str, store: S3, work: Path, count: int,
+                         rounds: int) -> bool:
+    """The bridge (one process, a real broker) on a topic where 1 % of the messages are
+    claim-checks of 1 MB rows (TiCDC's objects on SeaweedFS's S3) against the same topic sent
+    whole (its 1-2 MB messages in a topic that takes them), in turn, `rounds` times: the
+    steady rates and their ratio. Both write their 1 MB rows to target topics that take
+    them (``--kafka-config``: message.max.bytes)."""
+    changes = plan(count)
+    deletes = sum(1 for kind, _ in changes if kind == "DELETE")
+    storage = work / "claims"
+    storage.mkdir()
+    whole = claim_check_records(changes, None)
+    claimed = claim_check_records(changes, storage, f"s3://{CLAIM_BUCKET}/claims")
+    started = time.perf_counter()
+    upload(store, storage, CLAIM_BUCKET, "claims")
+    objects = sorted(storage.iterdir())
+    print(f"{len(objects):,} claim-check objects of "
+          f"{sum(f.stat().st_size for f in objects) / len(objects) / 1e6:.2f} MB on S3 in "
+          f"{time.perf_counter() - started:.1f} s")
+    shutil.rmtree(storage)
+    fill_records(bootstrap, "whole", whole)
+    fill_records(bootstrap, "claimed", claimed)
+    config = work / "big.properties"
+    config.write_text(f"message.max.bytes={BIG_BYTES}\n")
+    options = {"whole": ("--kafka-config", str(config)),
+               "claimed": ("--kafka-config", str(config), "--claim-check-storage-uri",
+                           store.uri(CLAIM_BUCKET, "claims"))}
+    print(f"produced {count:,} Canal-JSON messages, 1 % with a 1 MB row: topic whole "
+          f"(sent whole) and topic claimed (claim-checks)")
+
+    def bridge(source: str, run: str) -> Timing:
+        create_topic(bootstrap, f"{run}_bench_orders", {"max.message.bytes": str(BIG_BYTES)})
+        return run_bridges(bootstrap, source, run, count, 1, work, options[source])
+
+    bridge("whole", "warm_whole")  # untimed: the broker's JIT and page cache
+    ratios, targets = [], ["warm_whole_bench_orders"]
+    for turn in range(1, rounds + 1):
+        timings = {}
+        for source in ("whole", "claimed") if turn % 2 else ("claimed", "whole"):
+            timings[source] = bridge(source, f"r{turn}{source}")
+            report(f"round {turn}, bridge, {source}", timings[source])
+            targets.append(f"r{turn}{source}_bench_orders")
+        ratios.append(timings["claimed"].steady / timings["whole"].steady)
+        print(f"round {turn}: claim-checks on S3 vs whole = {ratios[-1]:.2f}")
+    print(f"bridge, claim-checks on S3 vs sent whole (1 % of {count:,} messages 1 MB), median "
+          f"(range) of {rounds}: {spread(ratios)} (target >= 0.8)")
+    print("targets (read_committed):")
+    return all([check(bootstrap, topic, count, deletes) for topic in targets])
 
 
 def compare_protocols(changes: list[tuple[str, int]], work: Path, rounds: int) -> None:
@@ -586,18 +678,35 @@ def main() -> None:
     parser.add_argument("--conversion-only", action="store_true",
                         help="only the conversion step: Debezium vs Canal-JSON, and 1 %% "
                              "claim-checks vs the same messages whole (no Kafka)")
+    parser.add_argument("--claim-check-storage", choices=["file", "s3"], default="file",
+                        help="with --conversion-only: the claim-check objects in a local "
+                             "directory, or on S3 (SeaweedFS on loopback; then the claim-check "
+                             "comparison alone)")
+    parser.add_argument("--claim-checks", action="store_true",
+                        help="only the bridge (a real broker) on a topic where 1 %% of the "
+                             "messages are claim-checks of 1 MB rows on S3 (SeaweedFS) vs the "
+                             "same topic sent whole (--messages / 5 messages)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="flatavro-bench-bridge-"))
     if args.conversion_only:
         try:
-            compare_protocols(plan(args.messages), work, args.rounds)
-            compare_claim_checks(plan(args.messages // 4), work, args.rounds)
+            if args.claim_check_storage == "s3":
+                with seaweedfs(work / "s3") as store:
+                    compare_claim_checks(plan(args.messages // 4), work, args.rounds, store)
+            else:
+                compare_protocols(plan(args.messages), work, args.rounds)
+                compare_claim_checks(plan(args.messages // 4), work, args.rounds)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return
     try:
-        with broker(work / "kafka") as bootstrap:
-            ok = measure(bootstrap, work, args.messages, args.rounds)
+        if args.claim_checks:
+            with broker(work / "kafka") as bootstrap, seaweedfs(work / "s3") as store:
+                ok = measure_claim_checks(bootstrap, store, work, args.messages // 5,
+                                          args.rounds)
+        else:
+            with broker(work / "kafka") as bootstrap:
+                ok = measure(bootstrap, work, args.messages, args.rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(0 if ok else 1)

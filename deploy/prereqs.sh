@@ -52,8 +52,8 @@ setup|test|demo|bench)
     if [ "$target" = test ] && ! command -v openssl >/dev/null 2>&1; then
         add "openssl (make test makes the secured Kafka broker's CA and certificate with it; Debian: apt-get install openssl)" not-run
     fi
-    if { [ "$target" = setup ] || [ "$target" = test ]; } && ! command -v go >/dev/null 2>&1; then
-        add "go (make setup/test build helm and SeaweedFS with it once, for the chart and object-storage tests; https://go.dev/dl)" not-run
+    if { [ "$target" = setup ] || [ "$target" = test ] || [ "$target" = bench ]; } && ! command -v go >/dev/null 2>&1; then
+        add "go (make setup/test build helm and SeaweedFS with it once, make bench SeaweedFS: the chart and object-storage tests, the S3 claim-check benchmark; https://go.dev/dl)" not-run
     fi
     ;;
 esac
