@@ -49,6 +49,7 @@ from tests.cdc.builders import (
     open_protocol_message,
     simple_messages,
 )
+from tests.support.harness import free_port
 from tests.support.object_store import ObjectStore
 from tests.support.parts import ROOT, Broker
 
@@ -287,6 +288,35 @@ def test_sigkill_at_random_moments_then_restart(kafka: Broker, tmp_path: Path, v
                  context=f"the last run said:\n{done.stderr[-3000:]}")
 
 
+def test_a_claim_check_storage_that_does_not_answer_stops_the_bridge(kafka: Broker,
+                                                                    tmp_path: Path) -> None:
+    """Not the messages' fault: no dead letters, nothing committed, one line naming the
+    object and the endpoint after the attempts, without the URI's secret."""
+    source, registry, rule = "src_s3_down", tmp_path / "r.sqlite", "s3down_{schema}_{table}"
+    registered(registry, rule)
+    create_topic(kafka, source, 1)
+    storage = tmp_path / "claims"
+    storage.mkdir()
+    produce(kafka, source, claim_checked(source_messages(Protocol.CANAL_JSON, 1, 10), storage,
+                                         "s3://claims/feed"))
+    down = f"http://127.0.0.1:{free_port()}"
+    uri = f"s3://claims/feed?endpoint={down}&access-key=AKIA5D&secret-access-key=n3ver/+shown"
+    done = subprocess.run(
+        command(Protocol.CANAL_JSON, kafka, source, registry, "s3down", "one",
+                "--large-message-handle-compression", "lz4", "--claim-check-storage-uri", uri,
+                "--dead-letter-topic", "s3down_dlt", "--exit-when-idle", "3", rule=rule),
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        env={k: v for k, v in os.environ.items() if not k.startswith("AWS_")})
+    assert done.returncode == 2, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("flatavro: error [bridge_failed]: the batch from partition 0 offset 0 "
+                           "cannot be converted: claim-check object 's3://claims/feed/0-3.json' "
+                           "cannot be read from s3://claims/feed/0-3.json at "
+                           f"{down} after 3 attempts: "), last
+    assert "n3ver" not in done.stderr and "AKIA5D" not in done.stderr
+    assert committed_offsets(kafka, "s3down", source) == 0
+
+
 def produced(broker: Broker, topic: str) -> int:
     """How many records `topic` holds, committed or not (0 before it exists, and while a
     partition the bridge just created has no leader yet: nothing can be in it)."""
@@ -409,7 +439,6 @@ def test_simple_dml_that_waits_too_long_is_dead_lettered(kafka: Broker,
 
 def test_broker_down_or_unknown_topic_is_one_line_and_exit_2(kafka: Broker,
                                                              tmp_path: Path) -> None:
-    from tests.support.harness import free_port
 
     registry = tmp_path / "r.sqlite"
     down = Broker.__new__(Broker)
