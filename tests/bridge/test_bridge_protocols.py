@@ -439,7 +439,6 @@ def test_simple_dml_that_waits_too_long_is_dead_lettered(kafka: Broker,
 
 def test_broker_down_or_unknown_topic_is_one_line_and_exit_2(kafka: Broker,
                                                              tmp_path: Path) -> None:
-
     registry = tmp_path / "r.sqlite"
     down = Broker.__new__(Broker)
     down.bootstrap = f"127.0.0.1:{free_port()}"
