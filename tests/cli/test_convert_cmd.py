@@ -198,5 +198,10 @@ def test_open_protocol_claim_checks_with_snappy(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert [json.loads(x)["op"] for x in done.stdout.splitlines()] == [
         "insert", "insert", "update", "delete"]
-    bad = run(*common, "--claim-check-storage-uri", "s3://bucket/claims")
-    assert bad.returncode == 2 and "s3 is not supported" in bad.stderr
+    bad = run(*common, "--claim-check-storage-uri", "gs://bucket/claims")
+    assert bad.returncode == 2 and "gs is not supported" in bad.stderr
+    secret = "s3://bucket/claims?endpoint=minio:9000&access-key=AKIA4Q&secret-access-key=s/+k"
+    refused = run(*common, "--claim-check-storage-uri", secret)
+    assert refused.returncode == 2 and "the endpoint must be a URL with a scheme" in \
+        refused.stderr
+    assert "AKIA4Q" not in refused.stderr and "s/+k" not in refused.stderr
