@@ -29,6 +29,11 @@ HELM := $(HELM_CACHE)/.built
 # SeaweedFS, built from its Go module by deploy/s3/seaweedfs.sh: the object-storage tests' S3.
 SEAWEEDFS_CACHE := $(or $(FLATAVRO_S3_CACHE),.cache/s3)
 SEAWEEDFS := $(SEAWEEDFS_CACHE)/.built
+# tidb-server (unistore), built from TiDB's Go module by deploy/tidb/tidb.sh: the upstream TiDB
+# of the handle-key-only tests. Cold (modules mostly in Go's cache, no build cache) ~8.5 min on
+# 2 cores; warm, seconds.
+TIDB_CACHE := $(or $(FLATAVRO_TIDB_CACHE),.cache/tidb)
+TIDB := $(TIDB_CACHE)/.built
 # Tests keep Python's byte code (git-ignored __pycache__): with PYTHONDONTWRITEBYTECODE set, as
 # on the CI machine, pytest rewrote the asserts of all ~500 test modules again in each worker of
 # every run (8 of `make check`'s 16 s of collection), and each subprocess compiled the service.
@@ -49,7 +54,7 @@ CHECKS := check-run check-openapi check-dist check-setup check-check check-test 
 run: check-run $(SERVICE)
 	$(BIN)/flatavro serve
 
-setup: check-setup $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS)
+setup: check-setup $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS) $(TIDB)
 
 # The fast tier: tests/conftest.py marks what needs a broker, Spark, Apicurio, a browser or
 # Maven; FLATAVRO_FAST_TIER makes an unmarked test that starts one fail at once.
@@ -64,7 +69,7 @@ check: check-check $(EXTRAS)
 # Spark session and Apicurio on first use. The three files that run README blocks in the
 # checkout run disjoint blocks (service / quickstart against Apicurio / ```sh kafka).
 # deploy/spark/jvm_archive.py makes the Spark drivers' class-data archive once per cache.
-test: check-test $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS) browser
+test: check-test $(EXTRAS) $(JARS) $(HELM) $(SEAWEEDFS) $(TIDB) browser
 	$(BIN)/ruff check service spark_jobs tests bench deploy
 	$(BIN)/mypy
 	$(BIN)/python -m deploy.spark.jvm_archive
@@ -111,11 +116,11 @@ $(SERVICE): pyproject.toml service/core/_flatread.c
 	@touch $@
 
 $(EXTRAS): $(SERVICE) pyproject.toml
-	@echo "installing the spark, aws and dev extras into $(VENV): boto3 and moto (~40 MB), pyspark (~435 MB download, ~470 MB" \
+	@echo "installing the spark, aws, tidb and dev extras into $(VENV): boto3 and moto (~40 MB), PyMySQL (<1 MB), pyspark (~435 MB download, ~470 MB" \
 		"installed; pip builds it from its source archive the first time, then reuses the" \
 		"wheel from its cache), delta-spark and delta-rs with pyarrow (~95 MB download," \
 		"~300 MB installed) and the test tools (~25 MB download, ~70 MB installed)"
-	$(PIP) -e '.[spark,aws,dev]'
+	$(PIP) -e '.[spark,aws,tidb,dev]'
 	@touch $@
 
 # spark-avro / spark-sql-kafka at the pyspark version, hadoop-aws at its Hadoop, and a Kafka
@@ -131,6 +136,10 @@ $(HELM): deploy/helm/build.sh
 
 $(SEAWEEDFS): deploy/s3/seaweedfs.sh
 	FLATAVRO_S3_CACHE=$(SEAWEEDFS_CACHE) deploy/s3/seaweedfs.sh build
+	@touch $@
+
+$(TIDB): deploy/tidb/tidb.sh deploy/tidb/go.mod deploy/tidb/go.sum
+	FLATAVRO_TIDB_CACHE=$(TIDB_CACHE) deploy/tidb/tidb.sh build
 	@touch $@
 
 # Debian's Chromium, for the test that renders /docs headless (installed once, if missing).

@@ -1,8 +1,9 @@
 """Real parts, started on first use, one per test session unless a test needs its own: a
 single-node KRaft broker (deploy/kafka/kafka.sh) for the Spark and bridge tests, Apicurio
 Registry (deploy/apicurio/apicurio.sh) and a `flatavro serve` as external registries, a
-local Spark session, a Spark standalone cluster and SeaweedFS as an S3 store (the parts
-themselves are in tests/support/parts.py, cluster.py and object_store.py). Each fails loudly
+local Spark session, a Spark standalone cluster, SeaweedFS as an S3 store and a TiDB server
+as the upstream TiDB (the parts themselves are in tests/support/parts.py, cluster.py,
+object_store.py and tidb.py). Each fails loudly
 when its part is missing; nothing is skipped. Also the hook marking each test with the parts
 it needs."""
 
@@ -26,9 +27,11 @@ from tests.support.parts import (
     SecuredBroker,
     not_in_fast_tier,
 )
+from tests.support.tidb import UpstreamTiDB
 
 _FIXTURE_MARKS = {"kafka": "kafka", "spark": "spark", "spark_cluster": "spark",
-                  "apicurio": "apicurio", "secured_kafka": "kafka", "object_store": "spark"}
+                  "apicurio": "apicurio", "secured_kafka": "kafka", "object_store": "spark",
+                  "upstream_tidb": "spark"}
 _FOLDER_MARKS = {"spark": "spark", "bridge": "kafka"}
 _FILE_MARKS = {"test_docs_browser.py": "browser", "test_console_browser.py": "browser",
                "test_fetch.py": "maven",
@@ -165,6 +168,15 @@ def object_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectSto
     store = ObjectStore(tmp_path_factory.mktemp("seaweedfs"))
     yield store
     store.stop()
+
+
+@pytest.fixture(scope="session")
+def upstream_tidb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpstreamTiDB]:
+    """One TiDB server (unistore, on loopback) for the session, marked `spark` like the other
+    built servers (make test builds it); tests use databases of their own."""
+    tidb = UpstreamTiDB(tmp_path_factory.mktemp("tidb"))
+    yield tidb
+    tidb.stop()
 
 
 @pytest.fixture(scope="session")

@@ -61,5 +61,6 @@ def handle_key_only(where: tuple[str, str], *, key: Any, commit_ts: int, flag: s
     return MessageFormatError(
         f"table `{schema}`.`{table}`, key {orjson.dumps(key).decode()}, commit ts {commit_ts}: "
         f"the message carries only the handle key (large-message handling `{flag}`); the row "
-        f"is not in it, and reading it from the upstream TiDB is not built",
+        f"is not in it: set --upstream-tidb-dsn to read it from the upstream TiDB at that "
+        f"commit ts",
         schema=schema, table=table, key=key, commit_ts=commit_ts, **details)

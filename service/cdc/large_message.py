@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import binascii
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cramjam
 import pybase64
@@ -44,6 +44,9 @@ class LargeMessages:
     compression: Compression = Compression.NONE
     claim_check_storage_uri: str | None = None
     claim_check_raw_value: bool = False
+    # Not a changefeed setting: TiCDC's consumer's --upstream-tidb-dsn, where handle-key-only
+    # messages' rows are read (service.codec.upstream).
+    upstream_tidb_dsn: str | None = field(default=None, repr=False)  # holds a password
 
 
 def decompressed_value(value: bytes, compression: Compression, *, framed: bool) -> bytes:

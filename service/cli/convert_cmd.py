@@ -69,18 +69,31 @@ def add_large_message_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--claim-check-raw-value", action="store_true",
                      help="the changefeed's claim-check-raw-value=true (objects hold the raw "
                           "value, not TiCDC's {key, value} JSON)")
+    cmd.add_argument("--upstream-tidb-dsn", metavar="DSN",
+                     help="the upstream TiDB, as TiCDC's consumer takes it: "
+                          "user:password@tcp(host:port)/ (or mysql://user:password@host:port): "
+                          "a handle-key-only message's row is read there at the message's "
+                          "commit ts (commit ts - 1 for the row before a delete or update) "
+                          "and the message converted as if sent whole; without it such a "
+                          "message is refused naming its table, key and commit ts")
 
 
 def large_messages(args: argparse.Namespace) -> Any:
-    """The `LargeMessages` the options give (checked: a storage URI flatavro cannot read is
-    refused before anything is read)."""
+    """The `LargeMessages` the options give (checked: a storage URI or a DSN flatavro cannot
+    use is refused before anything is read)."""
     from service.cdc.large_message import Compression, LargeMessages
     from service.codec.claim_check import checked_storage
 
     if args.claim_check_storage_uri:
         checked_storage(args.claim_check_storage_uri)
+    if args.upstream_tidb_dsn:
+        from service.codec.upstream import checked_dsn, pymysql_module
+
+        checked_dsn(args.upstream_tidb_dsn)
+        pymysql_module()
     return LargeMessages(Compression(args.large_message_handle_compression),
-                         args.claim_check_storage_uri, args.claim_check_raw_value)
+                         args.claim_check_storage_uri, args.claim_check_raw_value,
+                         args.upstream_tidb_dsn or None)
 
 
 def add_key_columns_option(cmd: argparse.ArgumentParser) -> None:

@@ -179,7 +179,9 @@ def checked_storage(uri: str) -> Path | S3Storage:
 
 def whole(message: SourceMessage, settings: LargeMessages, *, framed: bool) -> SourceMessage:
     """`message` as the changefeed would have written it without large-message handling
-    (`framed`: values in the Open Protocol's framing).
+    (`framed`: values in the Open Protocol's framing): decompressed, a claim-check message
+    replaced by its object, and with `settings.upstream_tidb_dsn` a handle-key-only message
+    made whole from the upstream TiDB's rows at its commit ts.
 
     Raises:
         MessageFormatError: a value that does not decompress, a claim-check location without
@@ -187,6 +189,9 @@ def whole(message: SourceMessage, settings: LargeMessages, *, framed: bool) -> S
             settings say (each naming the location and why).
         ClaimCheckStorageError: a storage URI flatavro does not read.
         ClaimCheckStorageUnavailableError: a storage that refuses or does not answer reads.
+        UpstreamTiDBUnavailableError: with `settings.upstream_tidb_dsn`, a handle-key-only
+            message whose row cannot be read because TiDB does not answer
+            (`service.codec.upstream`; a row not there is a `MessageFormatError`).
     """
     value = message.value
     if value is not None and settings.compression is not Compression.NONE:
@@ -194,6 +199,10 @@ def whole(message: SourceMessage, settings: LargeMessages, *, framed: bool) -> S
         message = SourceMessage(message.index, message.key, value)
     location = claim_check_location(message)
     if location is None:
+        if settings.upstream_tidb_dsn:  # a handle-key-only message: its row from TiDB
+            from service.codec.upstream import made_whole
+
+            return made_whole(message, settings.upstream_tidb_dsn, framed=framed)
         return message
     if not settings.claim_check_storage_uri:
         raise MessageFormatError(

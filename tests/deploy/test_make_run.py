@@ -84,7 +84,7 @@ def test_make_run_plan_has_no_spark_or_jvm_step() -> None:
 def test_make_test_plan_sets_up_everything_after_its_check() -> None:
     test = plan("test")
     assert test[0] == "PYTHON='python3' sh deploy/prereqs.sh test"
-    for step in ("-e '.[spark,aws,dev]'", "deploy/jvm/fetch.sh all", "apt-get install",
+    for step in ("-e '.[spark,aws,tidb,dev]'", "deploy/jvm/fetch.sh all", "apt-get install",
                  ".venv/bin/python -m pytest"):
         assert [line for line in test if step in line], step
     for goal in ("demo", "bench"):
@@ -97,4 +97,4 @@ def test_make_test_after_make_run_adds_only_the_extras() -> None:
     # -o: the service stamp counts as made (what `make run` left behind).
     test = plan("test", "-o", ".venv/.service-installed")
     assert not [line for line in test if line.endswith("install --disable-pip-version-check -e .")]
-    assert [line for line in test if line.endswith("-e '.[spark,aws,dev]'")]
+    assert [line for line in test if line.endswith("-e '.[spark,aws,tidb,dev]'")]
