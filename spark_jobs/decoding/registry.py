@@ -1,6 +1,10 @@
 """Schemas from a Confluent-compatible registry through the service's own client,
-`service.registry.client.HttpSchemaRegistry`, configured by the service's settings class
-(`RegistrySettings`).
+`service.registry.client.HttpSchemaRegistry`, or from AWS Glue's Schema Registry (a
+``glue://<registry name>[?region=...&endpoint=...]`` URL) through the service's
+`service.registry.glue.GlueSchemaRegistry`, configured by the service's settings class
+(`RegistrySettings`). A Glue registry's messages carry Glue's 18-byte frames (`framing_of`
+says which, at start-up); AWS credentials and region come from boto3's own chain (the
+``AWS_*`` environment, a profile, an instance role).
 
 The registry is ``--registry-url``, else the flatavro service's embedded registry
 (``--service-url`` + ``/registry``, its Confluent API), else ``FLATAVRO_REGISTRY_URL``. Basic or
@@ -22,6 +26,8 @@ import asyncio
 import concurrent.futures
 import os
 import ssl
+import threading
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +43,14 @@ from service.registry.errors import (
     SubjectNotFoundError,
     VersionNotFoundError,
 )
+from service.registry.glue import GlueSchemaRegistry, is_glue_url
+from service.registry.model import RegisteredSchema
 from service.registry.settings import RegistrySettings
-from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions
+from spark_jobs.decoding.schemas import Framing, SubjectVersions, TopicVersions
 from spark_jobs.errors import JobError
 from spark_jobs.settings.config import SchemaSource
 
-__all__ = ["registry_settings", "resolve_schemas", "API_KEY_VARIABLE",
+__all__ = ["registry_settings", "resolve_schemas", "framing_of", "API_KEY_VARIABLE",
            "EMBEDDED_REGISTRY_PATH"]
 
 API_KEY_VARIABLE = "FLATAVRO_API_KEY"
@@ -56,12 +64,22 @@ _CREDENTIALS = ("credentials come from FLATAVRO_REGISTRY_USERNAME and "
 
 _TLS = "TLS is checked with FLATAVRO_REGISTRY_CA_BUNDLE and FLATAVRO_REGISTRY_VERIFY_TLS"
 
+_AWS_CREDENTIALS = ("AWS credentials and region come from boto3's chain: AWS_ACCESS_KEY_ID / "
+                    "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or the instance's role) and "
+                    "AWS_REGION or ?region= in the glue:// URL")
+
+_GLUE: dict[tuple[str, float, str], GlueSchemaRegistry] = {}
+"""One Glue client per registry URL for the driver process: it numbers the Glue versions it
+meets (1, 2, ...), so a topic's ids stay the same each time its schemas are resolved again."""
+
+_GLUE_LOCK = threading.Lock()
+
 
 @dataclass(frozen=True, slots=True)
 class _Registry:
     """The client, and the service whose embedded registry it reads (None: a registry)."""
 
-    client: HttpSchemaRegistry
+    client: HttpSchemaRegistry | GlueSchemaRegistry
     service_url: str | None
 
 
@@ -106,19 +124,53 @@ def _with_api_key(settings: RegistrySettings) -> RegistrySettings:
     return settings.model_copy(update={"registry_bearer_token": SecretStr(keys[-1])})
 
 
+def framing_of(source: SchemaSource) -> Framing:
+    """How the messages of `source`'s topics are framed: AWS Glue's frames for a ``glue://``
+    registry, else Confluent's (also when the settings are wrong: resolving the schemas
+    names the fault)."""
+    try:
+        url = registry_settings(source).registry_url
+    except JobError:
+        return Framing.CONFLUENT
+    return Framing.GLUE if is_glue_url(url) else Framing.CONFLUENT
+
+
+def _glue(settings: RegistrySettings) -> GlueSchemaRegistry:
+    """The driver's client of the Glue registry `settings` name (one per URL).
+
+    Raises:
+        JobError: the URL is not a valid glue:// URL, or boto3 is not installed.
+    """
+    assert settings.registry_url is not None
+    key = (settings.registry_url, settings.registry_timeout,
+           settings.registry_glue_compatibility)
+    with _GLUE_LOCK:
+        found = _GLUE.get(key)
+        if found is None:
+            try:
+                found = _GLUE[key] = settings.glue_registry()
+            except (ValueError, RegistryError) as exc:
+                raise JobError(f"invalid settings: FLATAVRO_REGISTRY_URL / --registry-url: "
+                               f"{exc}") from exc
+        return found
+
+
 def resolve_schemas(source: SchemaSource, topic: str | None = None) -> TopicVersions:
     """The versions of `topic` (default: the source's own topic) as its registry answers them:
     ``--registry-url``, else the service's embedded registry, else ``FLATAVRO_REGISTRY_URL``
-    (see the module's docstring).
+    (see the module's docstring). From AWS Glue's registry, each version's Glue UUID too
+    (`SubjectVersions.glue_ids`).
 
     Raises:
         JobError: invalid settings or no registry URL; the registry is unreachable, refuses
             the credentials or answers an error (a service without an embedded registry: no
             ``/registry``); the topic has no value subject.
     """
-    config = registry_settings(source).client_config()
+    settings = registry_settings(source)
+    client: RegistryClientConfig | GlueSchemaRegistry = (
+        _glue(settings) if is_glue_url(settings.registry_url) else settings.client_config())
     service_url = None if source.registry_url else source.service_url
-    resolve = _resolve(config, topic=topic or source.topic, service_url=service_url)
+    resolve = _resolve(client, topic=topic or source.topic, service_url=service_url)
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # the usual driver: no event loop here
@@ -129,9 +181,10 @@ def resolve_schemas(source: SchemaSource, topic: str | None = None) -> TopicVers
         return pool.submit(asyncio.run, resolve).result()
 
 
-async def _resolve(config: RegistryClientConfig, *, topic: str, service_url: str | None
-                   ) -> TopicVersions:
-    registry = _Registry(HttpSchemaRegistry(config), service_url)
+async def _resolve(client: RegistryClientConfig | GlueSchemaRegistry, *, topic: str,
+                   service_url: str | None) -> TopicVersions:
+    registry = _Registry(HttpSchemaRegistry(client) if isinstance(client, RegistryClientConfig)
+                         else client, service_url)
     try:
         value = await _subject(registry, subject_for(topic, SubjectKind.VALUE), required=True)
         key = await _subject(registry, subject_for(topic, SubjectKind.KEY), required=False)
@@ -156,22 +209,39 @@ async def _subject(registry: _Registry, subject: str, *, required: bool
                            f"(unknown topic?)")
         return None
     by_id: dict[int, str] = {}
+    glue_ids: dict[int, uuid.UUID] = {}
     latest = None
     for version in sorted(versions):
-        try:
-            found = await client.get_version(subject, version)
-        except (SubjectNotFoundError, VersionNotFoundError):
+        found = await _version(registry, subject, version=version)
+        if found is None:
             continue  # deleted between the two calls
-        except RegistryError as exc:
-            raise _failed(registry, subject=subject, exc=exc) from exc
-        if found.schema_type.upper() != "AVRO":
-            raise JobError(f"subject {subject} version {version} at {client.url} is a "
-                           f"{found.schema_type} schema, not Avro")
         by_id[found.id] = found.schema
+        if found.glue_id is not None:  # an AWS Glue version: its frames carry the UUID
+            glue_ids[found.id] = found.glue_id
         latest = found
     if latest is None:
         raise JobError(f"subject {subject} has no live version at {client.url}")
-    return SubjectVersions(subject, latest.schema, latest.id, by_id)
+    return SubjectVersions(subject, latest.schema, latest.id, by_id, glue_ids)
+
+
+async def _version(registry: _Registry, subject: str, *, version: int
+                   ) -> RegisteredSchema | None:
+    """One version of `subject` (None: deleted meanwhile).
+
+    Raises:
+        JobError: the registry fails, or the version is not an Avro schema.
+    """
+    client = registry.client
+    try:
+        found = await client.get_version(subject, version)
+    except (SubjectNotFoundError, VersionNotFoundError):
+        return None
+    except RegistryError as exc:
+        raise _failed(registry, subject=subject, exc=exc) from exc
+    if found.schema_type.upper() != "AVRO":
+        raise JobError(f"subject {subject} version {version} at {client.url} is a "
+                       f"{found.schema_type} schema, not Avro")
+    return found
 
 
 def _failed(registry: _Registry, *, subject: str, exc: RegistryError) -> JobError:
@@ -186,6 +256,9 @@ def _failed(registry: _Registry, *, subject: str, exc: RegistryError) -> JobErro
                             f"({_TLS})")
         return JobError(f"cannot reach {url} (reading subject {subject}): "
                         f"{exc.details.get('reason') or exc.message}")
+    if isinstance(registry.client, GlueSchemaRegistry) and isinstance(exc, RegistryAuthError):
+        return JobError(f"AWS Glue refused access to schema {subject} at {url}: "
+                        f"{' '.join(exc.message.split())} ({_AWS_CREDENTIALS})")
     status = exc.details.get("registry_status")
     if isinstance(exc, RegistryAuthError) or status == 403:
         # The job's settings are at fault, whatever the client's message says.

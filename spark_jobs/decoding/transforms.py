@@ -1,14 +1,21 @@
-"""Pure DataFrame -> DataFrame steps: Confluent frames in Spark SQL, from_avro per writer id,
-typed output, dead letters, the latest state per key. No Python per row. (What a job does with
-a message these steps cannot decode is `spark_jobs.decoding.bad_messages`.)
+"""Pure DataFrame -> DataFrame steps: frames in Spark SQL, from_avro per writer id, typed
+output, dead letters, the latest state per key. No Python per row. (What a job does with a
+message these steps cannot decode is `spark_jobs.decoding.bad_messages`.)
 
-Frame layout (docs/flat-avro.md §7, `service.core.framing`): byte 0 the magic byte 0, bytes 1-4
-the schema id (big-endian), the Avro body from byte 5.
+Frame layouts (docs/flat-avro.md §7, `service.core.framing`), one per job, chosen at start-up
+from the kind of registry (`Framing`):
+
+- Confluent: byte 0 the magic byte 0, bytes 1-4 the schema id (big-endian), the Avro body
+  from byte 5;
+- AWS Glue (a ``glue://`` registry): byte 0 the header version 3, byte 1 the compression (0
+  none; 5 zlib, which ``from_avro`` cannot read: such a message is a bad frame), bytes 2-17 the
+  schema version's UUID, the Avro body from byte 18.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
@@ -17,12 +24,26 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
-from service.core.framing import HEADER_SIZE, MAGIC_BYTE, frame
+from service.core.framing import (
+    GLUE_HEADER_SIZE,
+    GLUE_HEADER_VERSION,
+    GLUE_UNCOMPRESSED,
+    GLUE_ZLIB,
+    HEADER_SIZE,
+    MAGIC_BYTE,
+)
 from service.core.values import PHYSICAL_SHIFT
-from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions, for_spark
+from spark_jobs.decoding.schemas import (
+    Framing,
+    SubjectVersions,
+    TopicVersions,
+    WriterId,
+    for_spark,
+)
 from spark_jobs.settings.config import Mode
 
-__all__ = ["with_frames", "frame_problem", "fail_on_problem", "decode", "dead_letters",
+__all__ = ["Framing", "with_frames", "frame_problem", "ZLIB_GLUE_BODY", "fail_on_problem",
+           "decode", "dead_letters",
            "latest_state", "last_change_per_key", "header_id", "BOOKKEEPING",
            "UNDECODED", "COMMIT_TS", "BOUND", "HAS_DELETE", "PHYSICAL_TIME",
            "PHYSICAL_SHIFT", "DELETED", "BOUND_ROW",
@@ -30,6 +51,11 @@ __all__ = ["with_frames", "frame_problem", "fail_on_problem", "decode", "dead_le
 
 UNDECODED = "the body does not decode with its writer schema"
 """Why a message with a known schema id cannot be decoded (a dead letter's reason)."""
+
+ZLIB_GLUE_BODY = "zlib-compressed AWS Glue body: not supported by the Spark jobs"
+"""Why a Glue frame with compression byte 5 is a bad frame: ``from_avro`` reads Avro, not
+deflated Avro, and inflating in Python per row is what the jobs never do (TiCDC never
+compresses; AWS's own serializer may)."""
 
 DECODED = "_flatavro_decoded"
 """A field `decode` adds to every reader schema, ``boolean`` with default true: Avro's schema
@@ -61,49 +87,60 @@ def _subject_key(subject: SubjectVersions | None) -> Hashable:
     ids (an id is one schema text for good)."""
     if subject is None:
         return None
-    return subject.subject, subject.latest, tuple(sorted(subject.by_id))
+    return (subject.subject, subject.latest, tuple(sorted(subject.by_id)),
+            tuple(sorted(subject.glue_ids.items())))
 
 
 BOOKKEEPING = ("_op", "_partition", "_offset", "_timestamp")
 """The columns `decode` adds to the value's: the change kind and where it was in Kafka."""
 
 
-def header_id(header: bytes | bytearray | None) -> int | None:
-    """The schema id of a 5-byte frame header, or None when it is not one (short, wrong
-    magic byte, absent)."""
-    if header is None or len(header) != HEADER_SIZE or header[0] != MAGIC_BYTE:
+def header_id(header: bytes | bytearray | None, framing: Framing = Framing.CONFLUENT
+              ) -> WriterId | None:
+    """What a frame header (`with_frames`' ``_{part}_header``) names its writer by: the schema
+    id of a 5-byte Confluent header, or with `framing` GLUE the schema version UUID of an
+    18-byte Glue header (whatever its compression byte); None when it is not one (short,
+    wrong first byte, absent)."""
+    if header is None or len(header) != framing.header_size:
+        return None
+    if framing is Framing.GLUE:
+        if header[0] != GLUE_HEADER_VERSION:
+            return None
+        return uuid.UUID(bytes=bytes(header[2:]))
+    if header[0] != MAGIC_BYTE:
         return None
     return int.from_bytes(header[1:], "big")
 
 
-def with_frames(df: DataFrame) -> DataFrame:
-    """Add ``_{part}_header`` (the first 5 bytes) and ``_{part}_body`` for key and value.
+def with_frames(df: DataFrame, framing: Framing) -> DataFrame:
+    """Add ``_{part}_header`` (the first 5 bytes, or a Glue frame's 18) and ``_{part}_body``
+    for key and value.
 
-    Rows are matched to writer schemas by comparing the header with each known id's 5-byte
+    Rows are matched to writer schemas by comparing the header with each known writer's
     header (a binary equality), so the id is only spelt out for the error message of a row
     that matches none."""
-    return df.withColumns(built(("with_frames",), _frames))
+    return df.withColumns(built(("with_frames", framing), lambda: _frames(framing.header_size)))
 
 
-def _frames() -> dict[str, Column]:
-    """`with_frames`' columns."""
+def _frames(size: int) -> dict[str, Column]:
+    """`with_frames`' columns for a header of `size` bytes."""
     frames = {}
     for part in ("key", "value"):
-        frames[f"_{part}_header"] = F.substring(F.col(part), 1, HEADER_SIZE)
+        frames[f"_{part}_header"] = F.substring(F.col(part), 1, size)
         frames[f"_{part}_body"] = F.expr(
-            f"substring({part}, {HEADER_SIZE + 1}, length({part}) - {HEADER_SIZE})")
+            f"substring({part}, {size + 1}, length({part}) - {size})")
     return frames
 
 
-def _header(schema_id: int) -> Column:
-    return F.lit(bytearray(frame(schema_id, b"")))
+def _header(subject: SubjectVersions, schema_id: int) -> Column:
+    return F.lit(bytearray(subject.header(schema_id)))
 
 
 def _part_problem(part: str, subject: SubjectVersions | None) -> Column:
     raw, header = F.col(part), F.col(f"_{part}_header")
     magic = F.substring(raw, 1, 1)
     schema_id = F.conv(F.hex(F.substring(raw, 2, 4)), 16, 10)
-    known = [_header(i) for i in subject.by_id] if subject else []
+    known = [_header(subject, i) for i in subject.by_id] if subject else []
     checks = F.when(raw.isNull(), F.lit(None))
     if known:
         checks = checks.when(header.isin(known), F.lit(None))
@@ -119,11 +156,44 @@ def _part_problem(part: str, subject: SubjectVersions | None) -> Column:
               else f" (the topic has no {part} schema)")))
 
 
+def _glue_part_problem(part: str, subject: SubjectVersions | None) -> Column:
+    """`_part_problem` for Glue frames: too short, wrong first byte, compressed (or an unknown
+    compression byte), or a schema version that is not one of the subject's."""
+    raw, header = F.col(part), F.col(f"_{part}_header")
+    first, compression = F.substring(raw, 1, 1), F.substring(raw, 2, 1)
+    hexed = F.lower(F.hex(F.substring(raw, 3, 16)))
+    version = F.concat_ws("-", *[F.substring(hexed, start, length) for start, length in
+                                 ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))])
+    known = [_header(subject, i) for i in subject.by_id] if subject else []
+    checks = F.when(raw.isNull(), F.lit(None))
+    if known:
+        checks = checks.when(header.isin(known), F.lit(None))
+    return checks.when(  # the first byte first: a short Confluent frame is named as one
+        (F.length(raw) > 0) & (first != F.lit(bytearray([GLUE_HEADER_VERSION]))),
+        F.concat(F.lit(f"{part}: wrong first byte 0x"), F.hex(first),
+                 F.lit(f" at offset 0, expected 0x{GLUE_HEADER_VERSION:02x} (an AWS Glue "
+                       f"frame)"))).when(
+        F.length(raw) < GLUE_HEADER_SIZE,
+        F.concat(F.lit(f"{part}: shorter than the {GLUE_HEADER_SIZE}-byte AWS Glue header ("),
+                 F.length(raw).cast("string"), F.lit(" bytes)"))).when(
+        compression == F.lit(bytearray([GLUE_ZLIB])), F.lit(f"{part}: {ZLIB_GLUE_BODY}")).when(
+        compression != F.lit(bytearray([GLUE_UNCOMPRESSED])),
+        F.concat(F.lit(f"{part}: unknown AWS Glue compression byte 0x"), F.hex(compression),
+                 F.lit(" at offset 1"))
+    ).otherwise(F.concat(
+        F.lit(f"{part}: unknown AWS Glue schema version "), version,
+        F.lit(f" (not a version of {subject.subject})" if subject
+              else f" (the topic has no {part} schema)")))
+
+
 def frame_problem(schemas: TopicVersions) -> Column:
-    """Why a framed row cannot be decoded (null when it can): magic byte, header, unknown id."""
-    return built(("frame_problem", _subject_key(schemas.key), _subject_key(schemas.value)),
-                  lambda: F.coalesce(_part_problem("key", schemas.key),
-                                     _part_problem("value", schemas.value)))
+    """Why a framed row cannot be decoded (null when it can): first byte, header, unknown id
+    or Glue version, a compressed Glue body."""
+    problem = _glue_part_problem if schemas.framing is Framing.GLUE else _part_problem
+    return built(("frame_problem", schemas.framing, _subject_key(schemas.key),
+                  _subject_key(schemas.value)),
+                 lambda: F.coalesce(problem("key", schemas.key),
+                                    problem("value", schemas.value)))
 
 
 def _stop(reason: Column) -> Column:
@@ -157,7 +227,7 @@ def _decoded(part: str, subject: SubjectVersions) -> Column:
     expr = None
     for writer_id, writer in subject.by_id.items():  # each id's rows with its writer schema
         branch = from_avro(body, for_spark(writer), options)
-        match = header == _header(writer_id)
+        match = header == _header(subject, writer_id)
         expr = F.when(match, branch) if expr is None else expr.when(match, branch)
     assert expr is not None
     return F.when(F.col(part).isNotNull(), expr)

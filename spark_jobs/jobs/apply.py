@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
+from spark_jobs.decoding.registry import framing_of
 from spark_jobs.decoding.transforms import header_id, with_frames
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.jobs.table_writer import TableWriter, log
@@ -60,6 +61,7 @@ class Applier:
         at a time."""
         self.spark, self.config, self.log_table = spark, config, log_table
         self.app_id = app_id
+        self.framing = framing_of(config)  # the changelog holds the frames as they came
         self.writers, self.each = writers, each
         self.landed = log_table.landed(app_id=app_id)
         self.waiting: dict[str, Pending] = {}
@@ -173,11 +175,11 @@ class Applier:
             return ""
         rows = self.log_table.pending(topic=writer.topic, after=after, upto=upto).select(
             *changelog.KAFKA_COLUMNS)
-        framed = with_frames(rows)
+        framed = with_frames(rows, self.framing)
         headers = framed.groupBy("_key_header", "_value_header").count().collect()
         if not headers:
             return ""
-        ids = {part: {header_id(h[f"_{part}_header"]) for h in headers
+        ids = {part: {header_id(h[f"_{part}_header"], self.framing) for h in headers
                       if h[f"_{part}_header"] is not None} for part in ("key", "value")}
         deletes = any(h["_value_header"] is None and h["_key_header"] is not None
                       for h in headers)

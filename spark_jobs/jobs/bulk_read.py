@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.decoding.bad_messages import triaged
-from spark_jobs.decoding.registry import resolve_schemas
+from spark_jobs.decoding.registry import framing_of, resolve_schemas
 from spark_jobs.decoding.schemas import TopicVersions
 from spark_jobs.decoding.transforms import latest_state, ordered_by_commit, with_frames
 from spark_jobs.errors import JobError
@@ -44,8 +44,8 @@ def run(spark: SparkSession, config: JobConfig) -> None:
     _require_absent(spark, config, output=config.output, dead_letter=config.dead_letter)
     if config.bootstrap_servers:
         kafka_check.check_topic(config.bootstrap_servers, config.topic, kafka=config.kafka)
-    _write(spark, with_frames(kafka.read_source(spark, config)), schemas=schemas, config=config,
-           output=config.output, dead_letter=config.dead_letter)
+    _write(spark, with_frames(kafka.read_source(spark, config), schemas.framing),
+           schemas=schemas, config=config, output=config.output, dead_letter=config.dead_letter)
 
 
 def _schemas(config: JobConfig, topic: str) -> TopicVersions:
@@ -117,7 +117,7 @@ def _run_many(spark: SparkSession, config: JobConfig) -> None:
         raw = raw.where(F.col("topic").rlike(f"^(?:{subscription.pattern})$")
                         if subscription.pattern is not None
                         else F.col("topic").isin(*subscription.names))
-    framed = with_frames(raw).persist()
+    framed = with_frames(raw, framing_of(config)).persist()
     try:
         found = sorted(r[0] for r in framed.select("topic").distinct().collect())
         plan = _plan(spark, config, topics=sorted(set(found) | set(subscription.names)))

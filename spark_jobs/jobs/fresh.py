@@ -148,7 +148,8 @@ def fresh_read(spark: SparkSession, *, changelog_path: str, table: str, source: 
     pending = rows.where((F.col(changelog.BATCH) > typed.applied)
                          & (F.col("topic") == typed.topic)).select(*changelog.KAFKA_COLUMNS)
     schemas = resolve_schemas(config, typed.topic)
-    with triaged(with_frames(pending), schemas, mode=config.mode) as sorted_messages:
+    with triaged(with_frames(pending, schemas.framing), schemas,
+                 mode=config.mode) as sorted_messages:
         return _merged(config, schemas, typed=typed, changes=sorted_messages.rows)
 
 

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from spark_jobs.decoding.registry import framing_of
 from spark_jobs.decoding.transforms import header_id, with_frames
 from spark_jobs.errors import JobError, one_line
 from spark_jobs.jobs.apply import Applier
@@ -66,6 +67,7 @@ class BatchApplier:
         """Apply micro-batches of `config`'s topics to their tables, as the stream `app_id`
         (each table's Delta app id derives from it)."""
         self.spark, self.config, self.app_id = spark, config, app_id
+        self.framing = framing_of(config)  # Confluent's or AWS Glue's: the registry's kind
         self.tables: dict[str, TableWriter] = {}
         self.located: dict[str, Located] = {}  # --changelog: each topic's schemas and table
         self.behind: Applier | None = None  # --changelog: the apply behind it (`prepare`)
@@ -209,7 +211,7 @@ class BatchApplier:
             batch.unpersist()
 
     def _apply(self, batch: DataFrame, batch_id: int) -> str:
-        framed = with_frames(batch)
+        framed = with_frames(batch, self.framing)
         headers = framed.groupBy("topic", "partition", "_key_header", "_value_header").agg(
             F.count(F.lit(1)).alias("count"), F.min("offset").alias("first")).collect()
         if not headers:
@@ -238,7 +240,7 @@ class BatchApplier:
 
         def write(topic: str) -> str:
             rows = by_topic[topic]
-            ids = {part: {header_id(h[f"_{part}_header"]) for h in rows
+            ids = {part: {header_id(h[f"_{part}_header"], self.framing) for h in rows
                           if h[f"_{part}_header"] is not None} for part in ("key", "value")}
             part = framed if scanned is None else scanned.where(F.col("topic") == topic)
             writer = self.tables[topic]

@@ -26,7 +26,7 @@ from pyspark.sql import types as T
 
 from spark_jobs.decoding.bad_messages import triaged
 from spark_jobs.decoding.registry import resolve_schemas
-from spark_jobs.decoding.schemas import TopicVersions
+from spark_jobs.decoding.schemas import SubjectVersions, TopicVersions, WriterId
 from spark_jobs.decoding.transforms import (
     COMMIT_TS,
     DELETED,
@@ -299,16 +299,18 @@ class TableWriter:
 
         return txn_version(self.spark, self.path, app_id=self.app_id)[1]
 
-    def known(self, part: str) -> set[int]:
-        """The schema ids of the key or value subject the writer has."""
-        subject = getattr(self.schemas, part)
-        return set(subject.by_id) if subject is not None else set()
+    def known(self, part: str) -> set[WriterId]:
+        """The writer ids (schema ids, or AWS Glue version UUIDs) of the key or value subject
+        the writer has."""
+        subject: SubjectVersions | None = getattr(self.schemas, part)
+        return subject.writer_ids() if subject is not None else set()
 
-    def apply(self, framed: DataFrame, batch_id: int, *, ids: dict[str, set[int | None]],
+    def apply(self, framed: DataFrame, batch_id: int, *,
+              ids: dict[str, set[WriterId | None]],
               deletes: bool = True) -> str:
-        """Write this topic's frames of micro-batch `batch_id` (`ids`: the key and value schema
-        ids among them; `deletes`: whether any is a tombstone); what was done, for the batch's
-        log line."""
+        """Write this topic's frames of micro-batch `batch_id` (`ids`: the key and value writer
+        ids among them, `transforms.header_id`'s; `deletes`: whether any is a tombstone); what
+        was done, for the batch's log line."""
         started = time.monotonic()
         if any(ids[p] - self.known(p) - {None} for p in ids):
             self.schemas = resolve_schemas(self.config, self.topic)  # registered meanwhile

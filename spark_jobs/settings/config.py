@@ -39,7 +39,8 @@ class SchemaSource(Protocol):
 
     @property
     def registry_url(self) -> str | None:
-        """A Confluent-compatible registry (None: the service's, or the environment's)."""
+        """A Confluent-compatible registry, or AWS Glue's (``glue://``) (None: the service's,
+        or the environment's)."""
 
 
 class Mode(enum.Enum):
@@ -139,7 +140,10 @@ REGISTRY_URL_HELP = (
     "$FLATAVRO_REGISTRY_URL. As for the service, credentials and TLS come from the environment "
     "only: FLATAVRO_REGISTRY_USERNAME and FLATAVRO_REGISTRY_PASSWORD (basic auth) or "
     "FLATAVRO_REGISTRY_BEARER_TOKEN; FLATAVRO_REGISTRY_CA_BUNDLE, FLATAVRO_REGISTRY_VERIFY_TLS; "
-    "also FLATAVRO_REGISTRY_TIMEOUT, FLATAVRO_REGISTRY_RETRY_BUDGET")
+    "also FLATAVRO_REGISTRY_TIMEOUT, FLATAVRO_REGISTRY_RETRY_BUDGET. Or AWS Glue's Schema "
+    "Registry, glue://<registry name>[?region=...&endpoint=...] (AWS credentials and region from "
+    "the AWS_* variables, a profile or the instance's role): the topics' messages are then read "
+    "by AWS Glue's frames (0x03, compression, the schema version's UUID)")
 
 
 def registry_url_from_env() -> str | None:

@@ -78,7 +78,9 @@ def changelog_app_id(app_id: str) -> str:
 
 def schema_id(column: str) -> Column:
     """The schema id of a Confluent frame in `column` (null: absent, short or another magic
-    byte; the apply's decode names the fault then)."""
+    byte; the apply's decode names the fault then). An AWS Glue frame (first byte ``0x03``)
+    has no schema id either: its version UUID stays in the frame's bytes 2-17, and the number
+    a driver gives a Glue version holds in that process only, so none is kept."""
     raw = F.col(column)
     return F.when((F.length(raw) >= HEADER_SIZE) & (F.substring(raw, 1, 1) == F.lit(
         bytearray([MAGIC_BYTE]))), F.conv(F.hex(F.substring(raw, 2, 4)), 16, 10).cast("int"))

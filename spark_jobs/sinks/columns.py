@@ -69,7 +69,7 @@ def table_schema(spark: SparkSession, schemas: TopicVersions) -> T.StructType:
     the latest alone types the columns (deriving them, the analysis of a decode plan, cost a
     table's open ~0.4-0.9 s each time: docs/speed.md)."""
     def derive() -> T.StructType:
-        empty = with_frames(spark.createDataFrame([], KAFKA_SCHEMA))
+        empty = with_frames(spark.createDataFrame([], KAFKA_SCHEMA), schemas.framing)
         decoded = decode(empty, schemas, mode=Mode.FAILFAST)
         names = schemas.value.field_names() + (list(BOOKKEEPING) if schemas.key is None
                                                else [])
@@ -83,9 +83,8 @@ def table_schema(spark: SparkSession, schemas: TopicVersions) -> T.StructType:
 def version_schemas(spark: SparkSession, schemas: TopicVersions) -> dict[int, T.StructType]:
     """The table's columns as each registered value version (by schema id) would have them."""
     return {schema_id: table_schema(spark, TopicVersions(
-        schemas.topic, schemas.key, SubjectVersions(schemas.value.subject, text, schema_id,
-                                                    {schema_id: text})))
-        for schema_id, text in schemas.value.by_id.items()}
+        schemas.topic, schemas.key, schemas.value.only(schema_id)))
+        for schema_id in schemas.value.by_id}
 
 
 def describe(schema: T.StructType) -> dict[str, str]:
