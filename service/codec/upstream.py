@@ -138,7 +138,7 @@ def made_whole(message: SourceMessage, dsn: str, *, framed: bool) -> SourceMessa
             raise
         except Exception as exc:  # PyMySQL's errors: tried again, then the TiDB is down
             if not _transient(exc):
-                raise _problem(found, exc) from None
+                raise _problem(found, exc, dsn=shown_dsn(dsn)) from None
             if attempt == READ_ATTEMPTS:
                 raise UpstreamTiDBUnavailableError(
                     f"upstream TiDB {shown_dsn(dsn)!r} did not answer after {READ_ATTEMPTS} "
@@ -245,7 +245,7 @@ def _transient(exc: Exception) -> bool:
     return isinstance(exc, OSError)
 
 
-def _problem(message: KeyOnly, exc: Exception) -> Exception:
+def _problem(message: KeyOnly, exc: Exception, *, dsn: str) -> Exception:
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
     text = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
     if code == _SNAPSHOT_TOO_OLD:
@@ -253,8 +253,8 @@ def _problem(message: KeyOnly, exc: Exception) -> Exception:
                                f"8055: {text})", tidb_error=code)
     if code in (1049, 1146, 1054):  # no such database, table, column
         return message.refusal(f"TiDB error {code}: {text}", tidb_error=code)
-    return UpstreamTiDBUnavailableError(f"the upstream TiDB refused the read (error {code}: "
-                                        f"{text})")
+    return UpstreamTiDBUnavailableError(f"upstream TiDB {dsn!r} refused the read (error "
+                                        f"{code}: {text})", dsn=dsn)
 
 
 def _scrubbed(text: str, dsn: Dsn) -> str:
