@@ -292,3 +292,22 @@ def test_flatavro_convert_reads_the_rows(lm_table: dict[str, int],
     down = run_cli(*common, "--upstream-tidb-dsn", f"root:hunter2@tcp(127.0.0.1:{free_port()})/")
     assert down.returncode != 0 and "hunter2" not in down.stderr + down.stdout
     assert "root:**********@tcp(127.0.0.1:" in down.stderr
+
+
+def test_a_user_with_a_password_reads_and_a_wrong_one_stops(
+        lm_table: dict[str, int], upstream_tidb: UpstreamTiDB) -> None:
+    upstream_tidb.run("DROP USER IF EXISTS 'cdc'@'%'",
+                      "CREATE USER 'cdc'@'%' IDENTIFIED BY 'p@ss:w/rd'",
+                      "GRANT SELECT ON *.* TO 'cdc'@'%'")
+    vector = _key_only("simple", "insert")
+    value = _retimed(_bytes(vector, "value"), was=int(vector["commit_ts"]),
+                     now=lm_table["insert"])
+    address = f"tcp(127.0.0.1:{upstream_tidb.port})/"
+    made = whole(SourceMessage(0, None, value),
+                 LargeMessages(upstream_tidb_dsn=f"cdc:p@ss:w/rd@{address}"), framed=False)
+    assert orjson.loads(made.value or b"")["data"]["note"] == "large row ✓"
+    with pytest.raises(UpstreamTiDBUnavailableError) as caught:
+        whole(SourceMessage(0, None, value),
+              LargeMessages(upstream_tidb_dsn=f"cdc:wrong-pw@{address}"), framed=False)
+    assert "wrong-pw" not in caught.value.message and "cdc:**********@tcp(" in \
+        caught.value.message and "1045" in caught.value.message
