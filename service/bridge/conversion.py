@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from service.bridge.errors import BridgeError, BridgeStopped
 from service.bridge.options import BridgeOptions
 from service.bridge.source import SourceRecord
+from service.cdc.catalog import Protocol
+from service.codec.claim_check import prefetch
 from service.codec.convert import Converted, Converter, ConvertInput, Unconvertible
 from service.core.errors import InvalidInputError, ServiceError
 from service.registry.errors import IncompatibleSchemaError
@@ -145,9 +147,13 @@ class ConversionStep:
         """Convert records in order; an error of the registry itself (unavailable,
         read-only, its store) stops the bridge with nothing of the batch committed."""
         options = self.options
+        messages = [(r.key, r.value) for r in records]
+        # S3 claim-check objects read in the background while the batch converts
+        prefetch(messages, options.large_messages,
+                 framed=options.protocol is Protocol.OPEN_PROTOCOL)
         try:
             return await self.converter.attempt(options.protocol, ConvertInput(
-                [(r.key, r.value) for r in records], "raw", options.topic_rule,
+                messages, "raw", options.topic_rule,
                 options.register, options.schema_options, options.key_columns,
                 large_messages=options.large_messages))
         except _REFUSALS:

@@ -15,7 +15,9 @@ Storages (the changefeed's ``claim-check-storage-uri``, as TiCDC's consumer read
   are ignored, ``role-arn`` is refused. What the URI does not give comes from boto3's
   standard chain (``AWS_*`` variables such as ``AWS_ENDPOINT_URL``, a profile, an instance
   role). Path-style addressing unless the URI says otherwise, the endpoint is AWS's own or none
-  is set (TiDB's default). One client per storage URI, kept for the process.
+  is set (TiDB's default). One client per storage URI, kept for the process. `prefetch` (the
+  bridge calls it per batch) reads a batch's objects ahead in background threads, so that
+  `whole` takes them read instead of waiting one round trip per object.
 
 A read that fails for a reason that may pass (a file read's OS error; S3: no connection, a
 timeout, a 5xx, throttling) is tried `READ_ATTEMPTS` times. A missing object fails at once as
@@ -29,8 +31,12 @@ rather than its messages set aside. The URI's secrets (``access-key``, ``secret-
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +55,8 @@ from service.cdc.large_message import (
 from service.core.errors import InvalidInputError, ServiceError
 
 __all__ = ["READ_ATTEMPTS", "ClaimCheckStorageError", "ClaimCheckStorageUnavailableError",
-           "S3Storage", "checked_storage", "shown_uri", "storage_directory", "whole"]
+           "S3Storage", "checked_storage", "prefetch", "shown_uri", "storage_directory",
+           "whole"]
 
 READ_ATTEMPTS = 3
 _RETRY_SECONDS = 0.2
@@ -62,6 +69,8 @@ _WRITE_OPTIONS = frozenset({"storage-class", "sse", "sse-kms-key-id", "acl",
 _VIRTUAL_HOST_PROVIDERS = frozenset({"alibaba", "netease", "tencent"})
 _AWS_DOMAIN = "amazonaws.com"
 _CONNECT_SECONDS, _READ_SECONDS = 10.0, 60.0
+_READERS = 8  # threads reading objects ahead (`prefetch`)
+_AHEAD_LIMIT = 64  # objects read ahead and not yet taken: the oldest beyond are dropped
 _THROTTLED = frozenset({"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
                         "TooManyRequestsException", "RequestThrottled", "RequestTimeout",
                         "InternalError", "ServiceUnavailable"})
@@ -212,7 +221,9 @@ def whole(message: SourceMessage, settings: LargeMessages, *, framed: bool) -> S
     name = object_name(location)
     storage = _storage(settings.claim_check_storage_uri)
     if isinstance(storage, S3Storage):
-        stored = _read_s3(storage, name, location=location)
+        stored = _taken(settings.claim_check_storage_uri, name)
+        if stored is None:
+            stored = _read_s3(storage, name, location=location)
     else:
         stored = _read(storage / name, location=location)
     key, full = unwrapped(stored, settings, location=location, framed=framed)
@@ -416,3 +427,86 @@ def _read_s3(storage: S3Storage, name: str, *, location: str) -> bytes:
     raise ClaimCheckStorageUnavailableError(
         f"claim-check object {location!r} cannot be read from {where} at {endpoint} after "
         f"{READ_ATTEMPTS} attempts: {failure}", **facts)
+
+
+# --- reading ahead ---------------------------------------------------------------------------
+
+_ahead: OrderedDict[tuple[str, str], Future[bytes]] = OrderedDict()
+_jobs: queue.SimpleQueue[tuple[Future[bytes], S3Storage, str, str]] | None = None
+
+
+def prefetch(messages: Iterable[tuple[bytes | None, bytes | None]], settings: LargeMessages,
+             *, framed: bool) -> int:
+    """Start reading the ``s3://`` claim-check objects `messages` (key, value as consumed)
+    name, `_READERS` at a time in background threads, so that `whole` finds them read: a
+    batch's objects then arrive while its other messages convert, instead of one round trip
+    after another. A message that does not decompress or names no object is left to `whole`,
+    which says why; a read's failure is `whole`'s too. At most `_AHEAD_LIMIT` objects wait to
+    be taken (the oldest beyond are dropped and read again if asked). Returns the number of
+    reads started (none for other storages: a file read is quick)."""
+    uri = settings.claim_check_storage_uri
+    if not uri or urlsplit(uri).scheme != "s3":
+        return 0
+    try:
+        storage = _storage(uri)
+    except ServiceError:
+        return 0  # whole() refuses the storage, naming why
+    if not isinstance(storage, S3Storage):
+        return 0
+    started = 0
+    for index, (key, value) in enumerate(messages):
+        try:
+            if value is not None and settings.compression is not Compression.NONE:
+                value = decompressed_value(value, settings.compression, framed=framed)
+            location = claim_check_location(SourceMessage(index, key, value))
+            if location is None:
+                continue
+            name = object_name(location)
+        except MessageFormatError:
+            continue
+        with _LOCK:
+            if (uri, name) in _ahead:
+                continue
+            _ahead[uri, name] = _submitted(storage, name, location=location)
+            while len(_ahead) > _AHEAD_LIMIT:
+                _ahead.popitem(last=False)[1].cancel()
+        started += 1
+    return started
+
+
+def _taken(uri: str, name: str) -> bytes | None:
+    """The object `prefetch` read (or is reading) for `whole`, else None; its read's failure
+    raised."""
+    with _LOCK:
+        future = _ahead.pop((uri, name), None)
+    if future is None:
+        return None
+    try:
+        return future.result()
+    except CancelledError:
+        return None
+
+
+def _submitted(storage: S3Storage, name: str, *, location: str) -> Future[bytes]:
+    """A read of the object `name` queued for the reader threads (started on first use,
+    daemons: a process that ends does not wait for reads nobody will take). Under `_LOCK`."""
+    global _jobs
+    if _jobs is None:
+        _jobs = queue.SimpleQueue()
+        for number in range(_READERS):
+            threading.Thread(target=_reader, args=(_jobs,), daemon=True,
+                             name=f"flatavro-claim-check-{number}").start()
+    future: Future[bytes] = Future()
+    _jobs.put((future, storage, name, location))
+    return future
+
+
+def _reader(jobs: queue.SimpleQueue[tuple[Future[bytes], S3Storage, str, str]]) -> None:
+    while True:
+        future, storage, name, location = jobs.get()
+        if not future.set_running_or_notify_cancel():
+            continue
+        try:
+            future.set_result(_read_s3(storage, name, location=location))
+        except BaseException as exc:  # noqa: BLE001  handed to whole(), which raises it
+            future.set_exception(exc)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
 
 from service.cdc.errors import MessageFormatError
+from service.cdc.events import SourceMessage
 from service.cdc.large_message import Compression, LargeMessages
 from service.codec import claim_check
 from service.codec.claim_check import (
@@ -24,10 +26,19 @@ from service.codec.claim_check import (
     ClaimCheckStorageUnavailableError,
     S3Storage,
     checked_storage,
+    prefetch,
     shown_uri,
     whole,
 )
-from tests.cdc.test_large_messages import GOLDEN, _claim_checks, _convert, _message, _settings
+from tests.cdc.test_large_messages import (
+    GOLDEN,
+    _bytes,
+    _claim_checks,
+    _convert,
+    _message,
+    _settings,
+    _vectors,
+)
 from tests.support.cdc import Harness
 from tests.support.harness import free_port
 from tests.support.object_store import _AWS_VARIABLES, ObjectStore
@@ -39,13 +50,8 @@ SECRET = "s3cr3t/+key-93be"  # ObjectStore's: '/' and '+' as AWS secrets may hav
 @pytest.fixture(scope="module")
 def uploaded(object_store: ObjectStore) -> ObjectStore:
     """Every recorded claim-check object in the bucket, under PREFIX/<label>/."""
-    import boto3
-
     object_store.bucket(BUCKET)
-    client = boto3.session.Session().client(
-        "s3", endpoint_url=object_store.endpoint, region_name="us-east-1",
-        aws_access_key_id=object_store.access_key,
-        aws_secret_access_key=object_store.secret_key)
+    client = _client(object_store)
     for stored in sorted((GOLDEN / "claim_check_storage").glob("*/*")):
         client.put_object(Bucket=BUCKET, Key=f"{PREFIX}/{stored.parent.name}/{stored.name}",
                           Body=stored.read_bytes())
@@ -145,6 +151,40 @@ def test_an_endpoint_that_does_not_answer_is_retried_then_named(
     assert f"cannot be read from s3://{BUCKET}/x/" in text
     assert f"at {down} after {READ_ATTEMPTS} attempts: Could not connect to the endpoint" in text
     assert SECRET not in text
+
+
+def test_objects_read_ahead_are_what_whole_takes(uploaded: ObjectStore, no_aws: None) -> None:
+    """The bridge's read-ahead: `prefetch` reads a batch's objects in the background; `whole`
+    takes each once (here after the objects are gone from the bucket), then reads again."""
+    label = "canal-json_claim-check_lz4_raw-false"
+    client = _client(uploaded)
+    keys = []
+    for stored in sorted((GOLDEN / "claim_check_storage" / label).iterdir()):
+        keys.append(f"{PREFIX}/ahead/{stored.name}")
+        client.put_object(Bucket=BUCKET, Key=keys[-1], Body=stored.read_bytes())
+    settings = _s3_settings(label, _uri(uploaded, "ahead"))
+    messages = [(_bytes(m, "key"), _bytes(m, "value")) for m in _vectors()
+                if m["label"] == label]
+    assert prefetch(messages, settings, framed=False) == len(keys) == 3
+    assert prefetch(messages, settings, framed=False) == 0  # already on their way
+    for future in list(claim_check._ahead.values()):
+        future.result()
+    for key in keys:
+        client.delete_object(Bucket=BUCKET, Key=key)
+    made = [whole(SourceMessage(n, k, v), settings, framed=False)
+            for n, (k, v) in enumerate(messages)]
+    assert [b'"big"' in (m.value or b"") and b"claimCheckLocation" not in (m.value or b"")
+            for m in made] == [True] * 4
+    with pytest.raises(MessageFormatError, match="is not in the storage"):
+        whole(SourceMessage(1, *messages[1]), settings, framed=False)
+
+
+def _client(store: ObjectStore) -> Any:
+    import boto3
+
+    return boto3.session.Session().client(
+        "s3", endpoint_url=store.endpoint, region_name="us-east-1",
+        aws_access_key_id=store.access_key, aws_secret_access_key=store.secret_key)
 
 
 # --- no store needed -----------------------------------------------------------------------
