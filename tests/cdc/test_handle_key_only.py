@@ -64,14 +64,14 @@ def _vectors() -> list[dict[str, Any]]:
     return messages
 
 
-def _bytes(message: dict[str, Any], part: str) -> bytes | None:
+def vector_bytes(message: dict[str, Any], part: str) -> bytes | None:
     text = message.get(part)
     if text is None:
         return None
     return base64.b64decode(text) if message.get(f"{part}_base64") else text.encode()
 
 
-def _key_only(protocol: str, kind: str) -> dict[str, Any]:
+def key_only_vector(protocol: str, kind: str) -> dict[str, Any]:
     """The large row's handle-key-only message of `kind` (no compression)."""
     [found] = [m for m in _vectors()[1:] if m["label"] == f"{protocol}_handle-key-only_none"
                and m["event_kind"] == kind and m["commit_ts"] != _small_insert_ts(protocol)]
@@ -83,7 +83,7 @@ def _small_insert_ts(protocol: str) -> int:
                     if m["label"] == f"{protocol}_handle-key-only_none"))
 
 
-def _whole(protocol: str, kind: str) -> tuple[bytes | None, bytes]:
+def whole_vector(protocol: str, kind: str) -> tuple[bytes | None, bytes]:
     """The same event's whole message: the claim-check object TiCDC stored for it."""
     [found] = [m for m in _vectors() if m["label"] == f"{protocol}_claim-check_none_raw-false"
                and m["event_kind"] == kind and m.get("claim_check_objects")]
@@ -92,7 +92,7 @@ def _whole(protocol: str, kind: str) -> tuple[bytes | None, bytes]:
     return key, base64.b64decode(stored["value"])
 
 
-def _retimed(data: bytes | None, *, was: int, now: int) -> bytes | None:
+def retimed(data: bytes | None, *, was: int, now: int) -> bytes | None:
     """`data` with the commit ts `was` replaced by `now` (an Open Protocol frame's length
     set again)."""
     if data is None:
@@ -114,22 +114,22 @@ def _json(protocol: str, value: bytes) -> dict[str, Any]:
 def _rows_of(kind: str) -> list[dict[str, Any]]:
     """The rows TiDB gives for the event (text, as MySQL's text protocol has them): Canal-JSON's
     whole message holds them so."""
-    canal = orjson.loads(_whole("canal-json", kind)[1])
+    canal = orjson.loads(whole_vector("canal-json", kind)[1])
     return [canal["data"][0]] if kind != "update" else [canal["data"][0], canal["old"][0]]
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_rows_make_the_message_ticdc_sent_whole(protocol: str, kind: str) -> None:
-    vector = _key_only(protocol, kind)
-    message = SourceMessage(0, _bytes(vector, "key"), _bytes(vector, "value"))
+    vector = key_only_vector(protocol, kind)
+    message = SourceMessage(0, vector_bytes(vector, "key"), vector_bytes(vector, "value"))
     found = key_only(message, framed=protocol == "open-protocol")
     assert found is not None and (found.schema, found.table, found.kind) == ("lm", "t", kind)
     ts = int(vector["commit_ts"])
     assert [r.ts for r in lookups(found)] == {"insert": [ts], "update": [ts, ts - 1],
                                               "delete": [ts - 1]}[kind]
     key, value = completed(found, columns=COLUMNS, rows=_rows_of(kind))
-    whole_key, whole_value = _whole(protocol, kind)
+    whole_key, whole_value = whole_vector(protocol, kind)
     if protocol == "open-protocol":
         assert (key, value) == (whole_key, whole_value)  # byte for byte
     else:
@@ -137,8 +137,8 @@ def test_rows_make_the_message_ticdc_sent_whole(protocol: str, kind: str) -> Non
 
 
 def test_a_type_not_built_is_refused_naming_the_column() -> None:
-    vector = _key_only("canal-json", "insert")
-    found = key_only(SourceMessage(0, None, _bytes(vector, "value")), framed=False)
+    vector = key_only_vector("canal-json", "insert")
+    found = key_only(SourceMessage(0, None, vector_bytes(vector, "value")), framed=False)
     assert found is not None
     columns = [*COLUMNS, Column("e", "enum", "enum('a','b')", True, "", "utf8mb4")]
     with pytest.raises(MessageFormatError, match=r"column `e` is enum\('a','b'\)") as caught:
@@ -164,10 +164,10 @@ def test_dsns_are_shown_without_their_password() -> None:
 
 
 def test_an_unreachable_tidb_is_named_with_the_password_hidden() -> None:
-    vector = _key_only("simple", "insert")
+    vector = key_only_vector("simple", "insert")
     dsn = f"cdc:hunter2@tcp(127.0.0.1:{free_port()})/"
     with pytest.raises(UpstreamTiDBUnavailableError) as caught:
-        whole(SourceMessage(0, None, _bytes(vector, "value")),
+        whole(SourceMessage(0, None, vector_bytes(vector, "value")),
               LargeMessages(upstream_tidb_dsn=dsn), framed=False)
     text = caught.value.message
     assert "hunter2" not in text and "cdc:**********@tcp(127.0.0.1:" in text
@@ -181,7 +181,7 @@ def test_an_unreachable_tidb_is_named_with_the_password_hidden() -> None:
 def lm_table(upstream_tidb: UpstreamTiDB) -> dict[str, int]:
     """lm.t in the TiDB with the vectors' events run there: each event's commit ts."""
     upstream_tidb.run("DROP DATABASE IF EXISTS lm", "CREATE DATABASE lm", TABLE)
-    big = orjson.loads(_whole("canal-json", "insert")[1])["data"][0]["big"]
+    big = orjson.loads(whole_vector("canal-json", "insert")[1])["data"][0]["big"]
     upstream_tidb.committed("INSERT INTO lm.t VALUES (1, 'small-é', 'small row', 'tiny')")
     return {
         "insert": upstream_tidb.committed(
@@ -207,13 +207,13 @@ def test_key_only_messages_convert_as_the_whole_ones(
         tmp_path: Path) -> None:
     key_only_messages, whole_messages = [], []
     for kind in KINDS:
-        vector, now = _key_only(protocol, kind), lm_table[kind]
+        vector, now = key_only_vector(protocol, kind), lm_table[kind]
         was = int(vector["commit_ts"])
-        key_only_messages.append((_retimed(_bytes(vector, "key"), was=was, now=now),
-                                  _retimed(_bytes(vector, "value"), was=was, now=now)))
-        key, value = _whole(protocol, kind)
-        whole_messages.append((_retimed(key, was=was, now=now),
-                               _retimed(value, was=was, now=now)))
+        key_only_messages.append((retimed(vector_bytes(vector, "key"), was=was, now=now),
+                                  retimed(vector_bytes(vector, "value"), was=was, now=now)))
+        key, value = whole_vector(protocol, kind)
+        whole_messages.append((retimed(key, was=was, now=now),
+                               retimed(value, was=was, now=now)))
     made = _convert(tmp_path, protocol, key_only_messages,
                     LargeMessages(upstream_tidb_dsn=upstream_tidb.dsn))
     assert made == _convert(tmp_path, protocol, whole_messages, LargeMessages())
@@ -229,19 +229,19 @@ def test_simple_key_only_messages_are_made_whole(lm_table: dict[str, int],
     made whole are checked against TiCDC's whole ones."""
     settings = LargeMessages(upstream_tidb_dsn=upstream_tidb.dsn)
     for kind in KINDS:
-        vector, now = _key_only("simple", kind), lm_table[kind]
+        vector, now = key_only_vector("simple", kind), lm_table[kind]
         was = int(vector["commit_ts"])
-        made = whole(SourceMessage(0, None, _retimed(_bytes(vector, "value"), was=was,
+        made = whole(SourceMessage(0, None, retimed(vector_bytes(vector, "value"), was=was,
                                                      now=now)), settings, framed=False)
-        want = _retimed(_whole("simple", kind)[1], was=was, now=now)
+        want = retimed(whole_vector("simple", kind)[1], was=was, now=now)
         assert _json("simple", made.value or b"") == _json("simple", want or b"")
 
 
 def test_a_row_not_there_at_the_commit_ts_is_refused(lm_table: dict[str, int],
                                                      upstream_tidb: UpstreamTiDB) -> None:
-    vector = _key_only("canal-json", "delete")
+    vector = key_only_vector("canal-json", "delete")
     was, early = int(vector["commit_ts"]), lm_table["insert"]  # before the insert: no row yet
-    value = _retimed(_bytes(vector, "value"), was=was, now=early)
+    value = retimed(vector_bytes(vector, "value"), was=was, now=early)
     with pytest.raises(MessageFormatError) as caught:
         whole(SourceMessage(0, None, value), LargeMessages(upstream_tidb_dsn=upstream_tidb.dsn),
               framed=False)
@@ -254,10 +254,10 @@ def test_a_row_not_there_at_the_commit_ts_is_refused(lm_table: dict[str, int],
 
 def test_a_snapshot_older_than_the_gc_safe_point_is_refused(
         lm_table: dict[str, int], upstream_tidb: UpstreamTiDB) -> None:
-    vector = _key_only("open-protocol", "insert")
+    vector = key_only_vector("open-protocol", "insert")
     was, now = int(vector["commit_ts"]), lm_table["insert"]
-    message = SourceMessage(0, _retimed(_bytes(vector, "key"), was=was, now=now),
-                            _retimed(_bytes(vector, "value"), was=was, now=now))
+    message = SourceMessage(0, retimed(vector_bytes(vector, "key"), was=was, now=now),
+                            retimed(vector_bytes(vector, "value"), was=was, now=now))
     safe_point = ("INSERT HIGH_PRIORITY INTO mysql.tidb VALUES ('tikv_gc_safe_point', '{0}', "
                   "'') ON DUPLICATE KEY UPDATE variable_value = '{0}'")
     upstream_tidb.run(safe_point.format("20990101-00:00:00 +0000"))
@@ -275,8 +275,8 @@ def test_flatavro_convert_reads_the_rows(lm_table: dict[str, int],
                                          upstream_tidb: UpstreamTiDB, tmp_path: Path) -> None:
     messages = []
     for kind in KINDS:
-        vector = _key_only("canal-json", kind)
-        value = _retimed(_bytes(vector, "value"), was=int(vector["commit_ts"]),
+        vector = key_only_vector("canal-json", kind)
+        value = retimed(vector_bytes(vector, "value"), was=int(vector["commit_ts"]),
                          now=lm_table[kind])
         messages.append(json.dumps({"key": None, "value": (value or b"").decode()}))
     source = tmp_path / "in.ndjson"
@@ -299,8 +299,8 @@ def test_a_user_with_a_password_reads_and_a_wrong_one_stops(
     upstream_tidb.run("DROP USER IF EXISTS 'cdc'@'%'",
                       "CREATE USER 'cdc'@'%' IDENTIFIED BY 'p@ss:w/rd'",
                       "GRANT SELECT ON *.* TO 'cdc'@'%'")
-    vector = _key_only("simple", "insert")
-    value = _retimed(_bytes(vector, "value"), was=int(vector["commit_ts"]),
+    vector = key_only_vector("simple", "insert")
+    value = retimed(vector_bytes(vector, "value"), was=int(vector["commit_ts"]),
                      now=lm_table["insert"])
     address = f"tcp(127.0.0.1:{upstream_tidb.port})/"
     made = whole(SourceMessage(0, None, value),
