@@ -96,7 +96,9 @@ class KeyOnly:
         """This message refused naming its table, key and commit ts, and why."""
         flag = {"canal-json": "onlyHandleKey", "open-protocol": "ohk",
                 "simple": "handleKeyOnly"}[self.protocol]
-        exc = handle_key_only((self.schema, self.table), key=self.key,
+        shown = {name: value.decode("latin-1") if isinstance(value, bytes) else value
+                 for name, value in self.key.items()}  # as the message writes it
+        exc = handle_key_only((self.schema, self.table), key=shown,
                               commit_ts=self.commit_ts, flag=flag, **details)
         where = exc.message.split(": the message carries", 1)[0]
         return MessageFormatError(f"{where}: the message carries only the handle key and "
@@ -116,7 +118,8 @@ def key_only(message: SourceMessage, *, framed: bool) -> KeyOnly | None:
     extension = document.get("_tidb")
     if isinstance(extension, dict) and extension.get("onlyHandleKey"):
         kind = str(document.get("type", "")).lower()
-        data, old = _first(document.get("data")), _first(document.get("old"))
+        types = _object(document.get("mysqlType"))
+        data, old = (_canal_key(_first(document.get(f)), types) for f in ("data", "old"))
         return KeyOnly("canal-json", kind, str(document.get("database") or ""),
                        str(document.get("table") or ""), _int(extension.get("commitTs")),
                        data, old if kind == "update" else None, document)
@@ -181,6 +184,13 @@ def _canal(message: KeyOnly, *, columns: list[Column], rows: list[Row]
     extension.pop("onlyHandleKey", None)
     document["_tidb"] = extension
     return None, orjson.dumps(document)
+
+
+def _canal_key(row: dict[str, Any], types: dict[str, Any]) -> dict[str, Any]:
+    """A Canal-JSON key with its binary values as bytes (TiCDC writes them as ISO-8859-1)."""
+    return {name: value.encode("latin-1") if isinstance(value, str) and any(
+        word in str(types.get(name, "")) for word in ("binary", "blob")) else value
+        for name, value in row.items()}
 
 
 def _canal_mysql_type(column: Column) -> str:

@@ -266,7 +266,8 @@ def _quoted(name: str) -> str:
 
 
 def _parameter(value: Any) -> Any:
-    return value if isinstance(value, str | int | float) or value is None else str(value)
+    return value if isinstance(value, str | bytes | int | float) or value is None \
+        else str(value)
 
 
 def _text(value: Any) -> str:

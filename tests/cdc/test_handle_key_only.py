@@ -351,3 +351,22 @@ def test_more_column_types_convert_alike_in_canal_json_and_the_open_protocol(
     made = orjson.loads(whole(SourceMessage(0, None, simple), settings, framed=False).value
                         or b"")
     assert made["data"]["k"] == "AP8Q" and made["data"]["h"] == "2024"  # blobs base64
+
+
+def test_a_binary_key_is_read_by_its_bytes(upstream_tidb: UpstreamTiDB, tmp_path: Path) -> None:
+    """Canal-JSON writes a binary value's bytes as ISO-8859-1 characters: read by the bytes."""
+    upstream_tidb.run("CREATE DATABASE IF NOT EXISTS lm", "DROP TABLE IF EXISTS lm.bin",
+                      "CREATE TABLE lm.bin (id VARBINARY(8) PRIMARY KEY, v VARCHAR(8))")
+    ts = upstream_tidb.committed("INSERT INTO lm.bin VALUES (x'00ff41', 'found')")
+    def message(commit_ts: int) -> bytes:
+        return orjson.dumps({
+            "id": 0, "database": "lm", "table": "bin", "pkNames": ["id"], "isDdl": False,
+            "type": "INSERT", "es": 1, "ts": 1, "sql": "", "sqlType": {"id": 2004},
+            "mysqlType": {"id": "varbinary"}, "old": None, "data": [{"id": "\x00\xffA"}],
+            "_tidb": {"commitTs": commit_ts, "onlyHandleKey": True}})
+    settings = LargeMessages(upstream_tidb_dsn=upstream_tidb.dsn)
+    [row] = _convert(tmp_path, "canal-json", [(None, message(ts))], settings)
+    assert row["value"]["v"] == "found"
+    with pytest.raises(MessageFormatError) as caught:
+        whole(SourceMessage(0, None, message(ts - 1)), settings, framed=False)
+    assert caught.value.details["key"] == {"id": "\x00\xffA"}
