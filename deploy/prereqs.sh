@@ -53,7 +53,7 @@ setup|test|demo|bench)
         add "openssl (make test makes the secured Kafka broker's CA and certificate with it; Debian: apt-get install openssl)" not-run
     fi
     if { [ "$target" = setup ] || [ "$target" = test ] || [ "$target" = bench ]; } && ! command -v go >/dev/null 2>&1; then
-        add "go (make setup/test build helm and SeaweedFS with it once, make bench SeaweedFS: the chart and object-storage tests, the S3 claim-check benchmark; https://go.dev/dl)" not-run
+        add "go (make setup/test build helm, SeaweedFS and tidb-server with it once, make bench SeaweedFS: the chart, object-storage and handle-key-only tests, the S3 claim-check benchmark; https://go.dev/dl)" not-run
     fi
     ;;
 esac
