@@ -18,6 +18,7 @@ stops, nothing committed)."""
 
 from __future__ import annotations
 
+import atexit
 import re
 import threading
 import time
@@ -145,7 +146,7 @@ def made_whole(message: SourceMessage, dsn: str, *, framed: bool) -> SourceMessa
                     f"attempts ({_scrubbed(str(exc), parsed)}); reading table "
                     f"`{found.schema}`.`{found.table}` at commit ts {found.commit_ts}",
                     dsn=shown_dsn(dsn)) from None
-            _forget(parsed)
+            _forget(parsed.text)
             time.sleep(_RETRY_SECONDS * attempt)
     key, value = completed(found, columns=columns, rows=rows)
     return SourceMessage(message.index, key, value)
@@ -153,6 +154,14 @@ def made_whole(message: SourceMessage, dsn: str, *, framed: bool) -> SourceMessa
 
 _CONNECTIONS: dict[str, Any] = {}
 _LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close the kept connections before the interpreter tears PyMySQL down (its finalizer
+    then prints a traceback)."""
+    for dsn in list(_CONNECTIONS):
+        _forget(dsn)
 
 
 def pymysql_module() -> Any:
@@ -188,9 +197,9 @@ def _connection(dsn: Dsn) -> Any:
         return connection
 
 
-def _forget(dsn: Dsn) -> None:
+def _forget(dsn: str) -> None:
     with _LOCK:
-        connection = _CONNECTIONS.pop(dsn.text, None)
+        connection = _CONNECTIONS.pop(dsn, None)
     if connection is not None:
         try:
             connection.close()

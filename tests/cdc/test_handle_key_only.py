@@ -287,6 +287,7 @@ def test_flatavro_convert_reads_the_rows(lm_table: dict[str, int],
     assert refused.returncode == 2 and "--upstream-tidb-dsn" in refused.stderr
     done = run_cli(*common, "--upstream-tidb-dsn", upstream_tidb.dsn)
     assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
     assert [json.loads(x)["op"] for x in done.stdout.splitlines()] == [
         "insert", "update", "delete"]
     down = run_cli(*common, "--upstream-tidb-dsn", f"root:hunter2@tcp(127.0.0.1:{free_port()})/")
@@ -370,3 +371,17 @@ def test_a_binary_key_is_read_by_its_bytes(upstream_tidb: UpstreamTiDB, tmp_path
     with pytest.raises(MessageFormatError) as caught:
         whole(SourceMessage(0, None, message(ts - 1)), settings, framed=False)
     assert caught.value.details["key"] == {"id": "\x00\xffA"}
+
+
+def test_a_connection_lost_to_a_restart_is_made_again(
+        lm_table: dict[str, int], upstream_tidb: UpstreamTiDB) -> None:
+    """The kept connection fails once after TiDB restarts: dropped, the read tried again."""
+    vector = key_only_vector("simple", "update")
+    value = retimed(vector_bytes(vector, "value"), was=int(vector["commit_ts"]),
+                    now=lm_table["update"])
+    settings = LargeMessages(upstream_tidb_dsn=upstream_tidb.dsn)
+    first = whole(SourceMessage(0, None, value), settings, framed=False)
+    upstream_tidb.restart()
+    again = whole(SourceMessage(0, None, value), settings, framed=False)
+    assert again.value == first.value
+    assert orjson.loads(again.value or b"")["old"]["note"] == "large row ✓"
