@@ -22,6 +22,7 @@ from service.api.errors import (
     WriteKeyRequiredError,
 )
 from service.api.settings import Settings
+from service.codec.claim_check import ClaimCheckStorageUnavailableError
 from service.codec.errors import (
     InvalidJsonError,
     InvalidMessagesError,
@@ -45,6 +46,8 @@ _ENCODE = "/v1/topics/tidb_shop_orders/encode"
 _REGISTRY = "http://registry:8081"
 _LIMIT = Settings.model_fields["max_body_bytes"].default  # the document shows the defaults
 _LONG = "c" * 65
+_CLAIM_KEY = "changefeed/4f2b0c8e-6f0a-4c55-9a43-0b5c8b1e2d7a.json"
+_CLAIM = f"s3://claims/{_CLAIM_KEY}"
 _QTY = ("column `qty` is new and has no default; readers of the new schema cannot read data "
         "written with version 1, which lacks it")
 _NO_SCHEMA = ("message 0: topic tidb_shop_refunds has no registered schema "
@@ -154,6 +157,12 @@ EXAMPLES: list[tuple[str, ServiceError]] = [
     ("/v1/tables/check", reg.RegistryUnavailableError(
         f"schema registry at {_REGISTRY} is unreachable: connection refused", url=_REGISTRY,
         reason="connection refused")),
+    ("/v1/convert/canal-json", ClaimCheckStorageUnavailableError(
+        f"claim-check object '{_CLAIM}': access denied to {_CLAIM} (bucket claims, key "
+        f"{_CLAIM_KEY}) at https://s3.eu-west-1.amazonaws.com: AccessDenied: Access Denied; do "
+        "the credentials allow s3:GetObject there? (without s3:ListBucket a missing object is "
+        "denied too)", field="claimCheckLocation", location=_CLAIM, bucket="claims",
+        key=_CLAIM_KEY)),
     ("/readyz", NotReadyError(
         f"not ready: the schema registry at {_REGISTRY} is unreachable (connection refused)",
         dependencies={"registry": {"status": "unreachable", "url": _REGISTRY,

@@ -64,5 +64,8 @@ class Problem(BaseModel):
     subjects: list[dict[str, Any]] | None = Field(
         None, description="409: each refusing subject with every incompatibility")
     registered_table: str | None = Field(None, description="409: the table the topic holds")
+    location: str | None = Field(None, description="A claim-check message's object location")
+    bucket: str | None = Field(None, description="The S3 bucket of a claim-check object")
+    key: str | None = Field(None, description="The S3 key of a claim-check object")
     identifiers: list[dict[str, Any]] | None = Field(
         None, description="Every identifier past TiDB's length limit")
