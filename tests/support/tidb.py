@@ -56,13 +56,6 @@ class UpstreamTiDB:
         finally:
             connection.close()
 
-    def restart(self) -> None:
-        """Stop the server and start it again on the same port with the same data."""
-        self.stop()
-        done = subprocess.run([str(TIDB_SH), "start", str(self.data), str(self.port)],
-                              capture_output=True, text=True, timeout=300, check=False)
-        assert done.returncode == 0, f"tidb-server did not start again:\n{done.stderr[-3000:]}"
-
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL); its data is the test's to discard."""
         subprocess.run([str(TIDB_SH), "stop", str(self.data)], capture_output=True,
