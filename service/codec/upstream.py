@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from service.cdc.errors import MessageFormatError
 from service.cdc.events import SourceMessage
 from service.cdc.handle_key_only import Column, KeyOnly, Row, completed, key_only, lookups
 from service.core.errors import InvalidInputError, ServiceError
@@ -131,13 +130,12 @@ def made_whole(message: SourceMessage, dsn: str, *, framed: bool) -> SourceMessa
     if found is None:
         return message
     parsed = checked_dsn(dsn)
+    failures = (pymysql_module().err.Error, OSError)
     for attempt in range(1, READ_ATTEMPTS + 1):
         try:
             columns, rows = _read(parsed, found)
             break
-        except MessageFormatError:
-            raise
-        except Exception as exc:  # PyMySQL's errors: tried again, then the TiDB is down
+        except failures as exc:  # a connection's: tried again, then the TiDB is down
             if not _transient(exc):
                 raise _problem(found, exc, dsn=shown_dsn(dsn)) from None
             if attempt == READ_ATTEMPTS:
