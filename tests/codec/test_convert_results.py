@@ -57,7 +57,7 @@ def test_skipped_events_and_outputs_render_as_the_response_body() -> None:
         "commit_ts": 42, "reason": "a watermark/resolved event produces no flat-avro message"}
     assert Skipped.of(event, "said otherwise").reason == "said otherwise"
     schemas: Any = SimpleNamespace(topic="t", key=None, value=SimpleNamespace(
-        registered=SimpleNamespace(id=9)))
+        registered=SimpleNamespace(id=9, wire_id=9)))
     assert Output(schemas, 5, 1, "insert", None, b"\x00ab").to_json() == {
         "topic": "t", "key": None, "value": "AGFi", "key_schema_id": None,
         "value_schema_id": 9, "op": "insert", "commit_ts": 5, "source_index": 1}

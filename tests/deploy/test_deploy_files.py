@@ -146,7 +146,7 @@ def test_compose_spark_runs_a_script_its_image_has_with_arguments_the_job_takes(
     lake = owned_volume(dockerfile)
     assert PurePosixPath(config.output).is_relative_to(lake)
     assert [m for m in service["volumes"] if m.split(":")[1] == lake]
-    install = "pip install --no-cache-dir '.[spark]'"
+    install = "pip install --no-cache-dir '.[spark,aws]'"
     assert [run for run in every(dockerfile, "RUN") if install in run]
 
 
