@@ -62,9 +62,6 @@ READ_ATTEMPTS = 3
 _RETRY_SECONDS = 0.2
 _SECRET_OPTIONS = frozenset({"access-key", "secret-access-key", "session-token"})
 _HIDDEN = "**********"
-# TiDB's S3 options a reader has no use for (they shape what a writer stores).
-_WRITE_OPTIONS = frozenset({"storage-class", "sse", "sse-kms-key-id", "acl",
-                            "object-lock-enabled"})
 # Providers TiDB addresses virtual-hosted style (br/pkg/storage SetForcePathStyle).
 _VIRTUAL_HOST_PROVIDERS = frozenset({"alibaba", "netease", "tencent"})
 _AWS_DOMAIN = "amazonaws.com"
@@ -362,7 +359,9 @@ def _client(storage: S3Storage) -> Any:
 
 
 def _scrubbed(text: str, storage: S3Storage) -> str:
-    for secret in storage.secrets():
+    """`text` (botocore's words) without the URI's secrets, should it ever hold one (a value
+    of a few characters is no real secret, and replacing it would garble the text)."""
+    for secret in (s for s in storage.secrets() if len(s) >= 4):
         text = text.replace(secret, _HIDDEN).replace(quote(secret, safe=""), _HIDDEN)
     return text
 
