@@ -30,8 +30,9 @@ HELM := $(HELM_CACHE)/.built
 SEAWEEDFS_CACHE := $(or $(FLATAVRO_S3_CACHE),.cache/s3)
 SEAWEEDFS := $(SEAWEEDFS_CACHE)/.built
 # tidb-server (unistore), built from TiDB's Go module by deploy/tidb/tidb.sh: the upstream TiDB
-# of the handle-key-only tests. Cold (modules mostly in Go's cache, no build cache) ~8.5 min on
-# 2 cores; warm, seconds.
+# of the handle-key-only tests. Measured on 2 cores: 428 s with an empty Go build cache (its
+# modules already downloaded; a fresh machine adds their download through the Go proxy); 22 s
+# when Go's caches are warm.
 TIDB_CACHE := $(or $(FLATAVRO_TIDB_CACHE),.cache/tidb)
 TIDB := $(TIDB_CACHE)/.built
 # Tests keep Python's byte code (git-ignored __pycache__): with PYTHONDONTWRITEBYTECODE set, as
