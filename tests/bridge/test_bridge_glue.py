@@ -4,22 +4,22 @@ exactly the converter's for the same input, once each, through a real broker."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import uuid
-from collections import defaultdict
 
 import pytest
 
 from service.cdc.catalog import Protocol
-from service.codec.convert import ConvertInput
 from service.core.framing import GLUE_HEADER_SIZE
-from service.core.options import SchemaOptions
-from service.usecases.runtime import Runtime
 from service.usecases.settings import RuntimeSettings
 from tests.bridge.test_bridge import create_topic
-from tests.bridge.test_bridge_protocols import Raw, exactly_once, produce, source_messages
+from tests.bridge.test_bridge_protocols import (
+    exactly_once,
+    expected,
+    produce,
+    source_messages,
+)
 from tests.support.glue import MotoGlue
 from tests.support.parts import ROOT, Broker
 
@@ -44,7 +44,7 @@ def test_canal_json_through_the_bridge_into_glue(kafka: Broker,
         for name, setting in moto.env().items():
             if name.startswith("AWS_"):
                 monkeypatch.setenv(name, setting)
-        want = _expected(url, messages, rule)
+        want = expected(Protocol.CANAL_JSON, RuntimeSettings(registry_url=url), messages, rule)
         assert sorted(want) == ["glue_shop_items", "glue_shop_users"]
         for topic, wanted in want.items():
             latest = glue.get_schema_version(
@@ -59,23 +59,3 @@ def test_canal_json_through_the_bridge_into_glue(kafka: Broker,
     finally:
         moto.stop()
 
-
-def _expected(url: str, by_partition: dict[int, list[Raw]], rule: str
-              ) -> dict[str, list[Raw]]:
-    """The converter's messages for the same input, in a process of its own numbering, on
-    the versions the bridge registered (found again by their definitions)."""
-    async def convert() -> dict[str, list[Raw]]:
-        runtime = Runtime.start(RuntimeSettings(registry_url=url))
-        out: dict[str, list[Raw]] = defaultdict(list)
-        try:
-            for partition in sorted(by_partition):
-                done = await runtime.converter.convert_raw(Protocol.CANAL_JSON, ConvertInput(
-                    by_partition[partition], "raw", rule, False, SchemaOptions()))
-                assert not done.pending
-                for m in done.messages:
-                    out[m.schemas.topic].append((m.key, m.value))
-        finally:
-            await runtime.stop()
-        return out
-
-    return asyncio.run(convert())

@@ -120,10 +120,15 @@ def registered(registry: Path, rule: str = RULE) -> None:
     asyncio.run(register())
 
 
-def expected(protocol: Protocol, registry: Path, by_partition: dict[int, list[Raw]],
-             rule: str = RULE) -> dict[str, list[Raw]]:
+def expected(protocol: Protocol, registry: Path | RuntimeSettings,
+             by_partition: dict[int, list[Raw]], rule: str = RULE) -> dict[str, list[Raw]]:
+    """The converter's messages for the same input (`registry`: the embedded registry's
+    file, or the settings of another registry)."""
+    settings = registry if isinstance(registry, RuntimeSettings) else RuntimeSettings(
+        registry_db_path=str(registry))
+
     async def convert() -> dict[str, list[Raw]]:
-        runtime = Runtime.start(RuntimeSettings(registry_db_path=str(registry)))
+        runtime = Runtime.start(settings)
         out: dict[str, list[Raw]] = defaultdict(list)
         try:
             for partition in sorted(by_partition):
