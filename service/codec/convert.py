@@ -37,7 +37,7 @@ from service.codec.convert_results import (
     Skipped,
     Unconvertible,
 )
-from service.codec.offload import run_cpu
+from service.codec.offload import run_cpu, run_io
 from service.codec.resolver import BoundSchema, SchemaResolver, TopicSchemas
 from service.codec.table_versions import Group, keyed
 from service.codec.targets import Target, Targets
@@ -119,8 +119,11 @@ class Converter:
         rule = parse_topic_rule(request.topic_rule)
         size = sum(len(k or "") + len(v or "") for k, v in request.messages)
         tracker = self._tracker.copy() if protocol in _FOLLOWS_DDL else None
-        decoded = await run_cpu(size, functools.partial(
-            self._decode, protocol, request=request, tracker=tracker))
+        decode = functools.partial(self._decode, protocol, request=request, tracker=tracker)
+        large = request.large_messages
+        # Claim-check objects and handle-key-only rows are read from other systems.
+        reads = bool(large.claim_check_storage_uri or large.upstream_tidb_dsn)
+        decoded = await (run_io(decode) if reads else run_cpu(size, decode))
         events, problems = decoded.events, decoded.problems
         topics = [rule.expand(e.schema or "", e.table or "") for e in events]
         targets, target_of = await self._targets.resolve(

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import anyio
 
-__all__ = ["OFFLOAD_BYTES", "offload_to_threads", "run_cpu"]
+__all__ = ["OFFLOAD_BYTES", "offload_to_threads", "run_cpu", "run_io"]
 
 OFFLOAD_BYTES = 64 * 1024
 """Bodies larger than this are worked on in a thread (with one worker process)."""
@@ -40,3 +40,9 @@ async def run_cpu(size: int, work: Callable[..., T], *args: object) -> T:
     if size > _threshold:
         return await anyio.to_thread.run_sync(work, *args)
     return work(*args)
+
+
+async def run_io(work: Callable[..., T], *args: object) -> T:
+    """Run `work(*args)`, which may wait on another system (an object store, a database), in
+    a worker thread whatever its size: on the loop, one slow read would stall every request."""
+    return await anyio.to_thread.run_sync(work, *args)

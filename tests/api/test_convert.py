@@ -203,3 +203,37 @@ def test_the_api_allowlist_takes_s3_uris_as_written_and_hides_secrets(
     settings = Settings(claim_check_storage_uris=allowed)
     shown = f"{settings!r} {settings} {settings.redacted()}"
     assert "sk-9z7" not in shown and "AKIA7Q" not in shown
+
+
+def test_a_claim_check_store_that_hangs_does_not_stall_the_service(tmp_path: Path) -> None:
+    """A claim-check read waits on the object store: it runs off the event loop, so while an
+    S3 endpoint accepts and never answers, /healthz still answers."""
+    import socket
+    import threading
+
+    golden = Path(__file__).parents[1] / "cdc" / "golden" / "large_message" / "v9.0.0-beta.2.pre"
+    label = "canal-json_claim-check_none_raw-false"
+    vectors = orjson.loads((golden / "messages.json").read_bytes())["messages"]
+    claim_check = next(m for m in vectors if m["label"] == label and "claimCheckLocation" in
+                       m["value"])
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)  # accepts (the kernel does), never reads or answers
+        storage = (f"s3://bkt/p?endpoint=http://127.0.0.1:{hung.getsockname()[1]}"
+                   "&access-key=a&secret-access-key=b&region=us-east-1")
+        settings = Settings(registry_db_path=str(tmp_path / "r.sqlite"), log_level="WARNING",
+                            claim_check_storage_uris=storage)
+        from service.api.app import create_app
+
+        app = ServedApp(create_app(settings), health_path="/healthz", lifespan="on").start()
+        try:
+            body = {"messages": [{"value": claim_check["value"]}], "encoding": "utf-8",
+                    "claim_check_storage_uri": storage}
+            waiting = threading.Thread(target=lambda: httpx.post(
+                f"{app.url}/v1/convert/canal-json", json=body, timeout=120), daemon=True)
+            waiting.start()
+            waiting.join(1.0)
+            assert waiting.is_alive()  # the read is hanging on the store
+            assert httpx.get(f"{app.url}/healthz", timeout=5).status_code == 200
+        finally:
+            app.stop()
