@@ -83,6 +83,15 @@ class SchemaResolver:
             SchemaNotFoundError: Glue has no such version, or the registry is not Glue's.
             NotFlatAvroError: the schema is not a flat-avro record.
         """
+        registered = await self.glue_version(glue_id)
+        return registered, await self.codec(registered.id, key=key)
+
+    async def glue_version(self, glue_id: uuid.UUID) -> RegisteredSchema:
+        """The AWS Glue schema version of a UUID (the registry remembers it).
+
+        Raises:
+            SchemaNotFoundError: Glue has no such version, or the registry is not Glue's.
+        """
         version = getattr(self._registry, "glue_version", None)
         if version is None:
             raise SchemaNotFoundError(
@@ -90,7 +99,7 @@ class SchemaResolver:
                 f"is not AWS Glue's (FLATAVRO_REGISTRY_URL=glue://<registry name>)",
                 glue_schema_version_id=str(glue_id))
         registered: RegisteredSchema = await version(glue_id)
-        return registered, await self.codec(registered.id, key=key)
+        return registered
 
     async def subjects_of(self, schema_id: int) -> list[str]:
         """The subjects an id is registered under (soft-deleted ones too), sorted.

@@ -15,6 +15,7 @@ import bisect
 import difflib
 import json
 import re
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -672,11 +673,12 @@ class MessageRow:
     where: str
     key: dict[str, Any] | None
     value: dict[str, Any] | None
-    key_id: int | None
-    value_id: int | None
+    key_id: int | str | None
+    value_id: int | str | None
+    """The schema ids the frames carry (an AWS Glue schema version's UUID as text)."""
     op: str
     """``upsert``, or ``delete`` for a tombstone (no value)."""
-    uses: dict[int, tuple[str, int] | None]
+    uses: dict[int | str, tuple[str, int] | None]
     """Schema id -> the first (subject, version) using it."""
 
     @property
@@ -731,8 +733,12 @@ async def decode_messages(runtime: Runtime, messages: list[dict[str, str | None]
                 error["where"] = where[index]
         raise
     ids = {i for m in decoded for i in (m["key_schema_id"], m["value_schema_id"]) if i}
-    uses: dict[int, tuple[str, int] | None] = {}
-    for schema_id in sorted(ids):
+    uses: dict[int | str, tuple[str, int] | None] = {}
+    for schema_id in sorted(ids, key=str):
+        if isinstance(schema_id, str):  # a Glue version (it decoded, so the registry has it)
+            version = await runtime.resolver.glue_version(uuid.UUID(schema_id))
+            uses[schema_id] = (version.subject, version.version)
+            continue
         found = await runtime.registry.uses_of(schema_id)
         uses[schema_id] = found[0] if found else None
     return [MessageRow(where=w, key=m["key"], value=m["value"], key_id=m["key_schema_id"],

@@ -249,6 +249,15 @@ def test_the_service_on_glue_registers_encodes_and_decodes(
             {"key": answer["messages"][0]["key"], "value": answer["messages"][0]["value"]}]})
         assert decoded.status_code == 200, decoded.text
         assert decoded.json()["messages"][0]["value"] == {"id": 7, "note": "hi"}
+        # The console's messages page names the Glue version and its schema's version.
+        from bs4 import BeautifulSoup
+
+        pasted = http.post("/console/messages", data={"messages": " ".join(
+            (answer["messages"][0]["key"], answer["messages"][0]["value"]))})
+        assert pasted.status_code == 200, pasted.text
+        cells = BeautifulSoup(pasted.text, "html.parser").get_text(" ", strip=True)
+        assert f"Glue version {latest['SchemaVersionId']}" in cells
+        assert "tidb_shop_orders-value v1" in cells
         unknown = base64.b64encode(value[:2] + uuid.UUID(int=9).bytes + value[18:]).decode()
         refused = http.post("/v1/decode", json={"messages": [{"value": unknown}]})
         assert refused.status_code == 422
