@@ -60,6 +60,14 @@ __all__ = ["READ_ATTEMPTS", "ClaimCheckStorageError", "ClaimCheckStorageUnavaila
 
 READ_ATTEMPTS = 3
 _RETRY_SECONDS = 0.2
+
+
+def _pause(seconds: float) -> None:
+    """Wait between read attempts (this module's own name for it: tests replace it without
+    touching every other thread's ``time.sleep``)."""
+    time.sleep(seconds)
+
+
 _SECRET_OPTIONS = frozenset({"access-key", "secret-access-key", "session-token"})
 _HIDDEN = "**********"
 # Providers TiDB addresses virtual-hosted style (br/pkg/storage SetForcePathStyle).
@@ -237,7 +245,7 @@ def _read(path: Path, *, location: str) -> bytes:
                 f"exist)", field="claimCheckLocation", location=location) from None
         except OSError as exc:
             failure = exc
-            time.sleep(_RETRY_SECONDS * attempt if attempt < READ_ATTEMPTS else 0)
+            _pause(_RETRY_SECONDS * attempt if attempt < READ_ATTEMPTS else 0)
     raise MessageFormatError(
         f"claim-check object {location!r} cannot be read from {path} after {READ_ATTEMPTS} "
         f"attempts: {failure.strerror or failure}", field="claimCheckLocation",
@@ -422,7 +430,7 @@ def _read_s3(storage: S3Storage, name: str, *, location: str) -> bytes:
             raise ClaimCheckStorageUnavailableError(
                 f"claim-check object {location!r} cannot be read from {where}: "
                 f"{_scrubbed(str(exc), storage)}", **facts) from None
-        time.sleep(_RETRY_SECONDS * attempt if attempt < READ_ATTEMPTS else 0)
+        _pause(_RETRY_SECONDS * attempt if attempt < READ_ATTEMPTS else 0)
     raise ClaimCheckStorageUnavailableError(
         f"claim-check object {location!r} cannot be read from {where} at {endpoint} after "
         f"{READ_ATTEMPTS} attempts: {failure}", **facts)

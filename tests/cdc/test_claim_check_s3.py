@@ -143,7 +143,7 @@ def test_an_endpoint_that_does_not_answer_is_retried_then_named(
     down = f"http://127.0.0.1:{free_port()}"
     uri = f"s3://{BUCKET}/x?endpoint={down}&access-key=a&secret-access-key={SECRET}"
     pauses: list[float] = []
-    monkeypatch.setattr(claim_check.time, "sleep", pauses.append)
+    monkeypatch.setattr(claim_check, "_pause", pauses.append)
     with pytest.raises(ClaimCheckStorageUnavailableError) as caught:
         whole(_message(label, 1), _s3_settings(label, uri), framed=False)
     assert [p > 0 for p in pauses] == [True] * (READ_ATTEMPTS - 1) + [False]
