@@ -114,6 +114,51 @@ class _Version:
     schema: str
 
 
+class _VersionNumbers:
+    """The numbers this process gives the Glue versions it meets (1, 2, ...): Glue has no
+    global integer ids, the rest of flatavro counts with them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._numbers: dict[uuid.UUID, int] = {}
+        self._versions: dict[int, _Version] = {}
+
+    def get(self, glue_id: uuid.UUID) -> RegisteredSchema | None:
+        """The version of `glue_id` if met already."""
+        number = self._numbers.get(glue_id)
+        return None if number is None else self._registered(self._versions[number])
+
+    def remember(self, got: dict[str, Any], *, subject: str | None = None
+                 ) -> RegisteredSchema:
+        """A ``GetSchemaVersion`` answer as a `RegisteredSchema`, numbered on first sight."""
+        glue_id = uuid.UUID(got["SchemaVersionId"])
+        name = subject or str(got.get("SchemaArn", "")).rsplit("/", 1)[-1]
+        with self._lock:
+            number = self._numbers.get(glue_id)
+            if number is None:
+                number = self._numbers[glue_id] = len(self._numbers) + 1
+                self._versions[number] = _Version(name, int(got["VersionNumber"]), glue_id,
+                                                  str(got["SchemaDefinition"]))
+        return self._registered(self._versions[number])
+
+    def known(self, schema_id: int) -> _Version:
+        """The version of a number given before.
+
+        Raises:
+            SchemaNotFoundError: no version has that number in this process.
+        """
+        known = self._versions.get(schema_id)
+        if known is None:
+            raise SchemaNotFoundError(
+                f"schema id {schema_id} is not a Glue schema version this process has met "
+                f"(Glue frames name versions by UUID)", schema_id=schema_id)
+        return known
+
+    def _registered(self, version: _Version) -> RegisteredSchema:
+        return RegisteredSchema(version.subject, version.number, self._numbers[version.glue_id],
+                                version.schema, glue_id=version.glue_id)
+
+
 class GlueSchemaRegistry:
     """A `SchemaRegistry` over AWS Glue's API (boto3, called in a worker thread)."""
 
@@ -125,9 +170,7 @@ class GlueSchemaRegistry:
                              f"{', '.join([*_LEVELS, 'DISABLED'])}")
         self.location, self._compatibility = location, compatibility
         self._client = client if client is not None else _new_client(location, timeout)
-        self._lock = threading.Lock()
-        self._numbers: dict[uuid.UUID, int] = {}
-        self._versions: dict[int, _Version] = {}
+        self._numbers = _VersionNumbers()
         self.calls = 0
         self.cache_hits = 0
 
@@ -205,24 +248,24 @@ class GlueSchemaRegistry:
         Raises:
             SchemaNotFoundError: Glue has no version of that id.
         """
-        number = self._numbers.get(glue_id)
-        if number is not None:
+        met = self._numbers.get(glue_id)
+        if met is not None:
             self.cache_hits += 1
-            return self._registered(self._versions[number])
+            return met
         try:
             got = await self._call("GetSchemaVersion", SchemaVersionId=str(glue_id))
         except (SubjectNotFoundError, VersionNotFoundError) as exc:
             raise SchemaNotFoundError(f"AWS Glue has no schema version {glue_id}",
                                       glue_schema_version_id=str(glue_id)) from exc
-        return self._remember(got)
+        return self._numbers.remember(got)
 
     async def schema_by_id(self, schema_id: int) -> str:
         """The schema text of a number this process gave a Glue version."""
-        return self._known(schema_id).schema
+        return self._numbers.known(schema_id).schema
 
     async def uses_of(self, schema_id: int, *, deleted: bool = False) -> list[tuple[str, int]]:
         """The (schema name, version number) of a number this process gave a Glue version."""
-        known = self._known(schema_id)
+        known = self._numbers.known(schema_id)
         return [(known.subject, known.number)]
 
     async def get_version(self, subject: str, version: VersionSpec = "latest", *,
@@ -231,7 +274,7 @@ class GlueSchemaRegistry:
         number = {"SchemaVersionNumber": {"LatestVersion": True}} if str(version) in (
             "latest", "-1") else {"SchemaVersionNumber": {"VersionNumber": int(version)}}
         got = await self._call("GetSchemaVersion", SchemaId=self._schema_id(subject), **number)
-        return self._remember(got, subject=subject)
+        return self._numbers.remember(got, subject=subject)
 
     async def subjects(self, *, deleted: bool = False) -> list[str]:
         """The registry's schema names, sorted (``ListSchemas``)."""
@@ -350,35 +393,12 @@ class GlueSchemaRegistry:
             got = await self._call("GetSchemaVersion", SchemaVersionId=str(glue_id))
             status = got.get("Status", "AVAILABLE")
             if status == "AVAILABLE":
-                return self._remember(got, subject=subject)
+                return self._numbers.remember(got, subject=subject)
             if status != "PENDING" or time.monotonic() > deadline:
                 raise IncompatibleSchemaError(
                     f"AWS Glue did not take the new version of {subject} (status {status})",
                     subject=subject, glue_schema_version_id=str(glue_id))
             await asyncio.sleep(0.5)
-
-    def _remember(self, got: dict[str, Any], *, subject: str | None = None) -> RegisteredSchema:
-        glue_id = uuid.UUID(got["SchemaVersionId"])
-        name = subject or str(got.get("SchemaArn", "")).rsplit("/", 1)[-1]
-        with self._lock:
-            number = self._numbers.get(glue_id)
-            if number is None:
-                number = self._numbers[glue_id] = len(self._numbers) + 1
-                self._versions[number] = _Version(name, int(got["VersionNumber"]), glue_id,
-                                                  str(got["SchemaDefinition"]))
-        return self._registered(self._versions[number])
-
-    def _registered(self, version: _Version) -> RegisteredSchema:
-        return RegisteredSchema(version.subject, version.number, self._numbers[version.glue_id],
-                                version.schema, glue_id=version.glue_id)
-
-    def _known(self, schema_id: int) -> _Version:
-        known = self._versions.get(schema_id)
-        if known is None:
-            raise SchemaNotFoundError(
-                f"schema id {schema_id} is not a Glue schema version this process has met "
-                f"(Glue frames name versions by UUID)", schema_id=schema_id)
-        return known
 
     def _registry_id(self) -> dict[str, str]:
         return {"RegistryName": self.location.registry_name}
