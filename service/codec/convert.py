@@ -43,7 +43,7 @@ from service.codec.table_versions import Group, keyed
 from service.codec.targets import Target, Targets
 from service.codec.writer import ChangeWriter, Framed, header_of
 from service.core.errors import InvalidInputError, RowValidationError
-from service.core.framing import unframe_any
+from service.core.framing import GLUE_HEADER_SIZE, GLUE_HEADER_VERSION, HEADER_SIZE
 from service.core.naming import parse_topic_rule
 from service.core.options import SchemaOptions
 from service.core.schema import SchemaPair
@@ -252,7 +252,9 @@ def _reframed(messages: list[Framed], schemas: TopicSchemas) -> list[Framed]:
     def header(bound: BoundSchema | None, data: bytes | None) -> bytes | None:
         if data is None or bound is None:
             return data
-        return header_of(bound.registered) + data[unframe_any(data).start:]
+        # our own frames: the header's length is told by its first byte, nothing to parse
+        start = GLUE_HEADER_SIZE if data[0] == GLUE_HEADER_VERSION else HEADER_SIZE
+        return header_of(bound.registered) + data[start:]
 
     return [(op, header(schemas.key, key), header(schemas.value, value))
             for op, key, value in messages]
